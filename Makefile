@@ -1,0 +1,43 @@
+# The README's commands. `make run` and `make test` work on a fresh machine with Python 3.11.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format migrate bench clean
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall only when a requirements file changed.
+$(STAMP): $(BIN)/python requirements/base.txt requirements/local.txt requirements/production.txt
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements/local.txt
+	@touch $(STAMP)
+
+migrate: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+
+run: migrate
+	$(BIN)/python manage.py setup_demo
+	PORT=$(PORT) $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements/production.txt
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) var

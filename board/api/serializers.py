@@ -1,0 +1,121 @@
+from rest_framework import serializers
+
+from board.models import Campaign, Lead, Task
+from config.api.fields import StrictSerializer
+
+
+class TaskOutput(serializers.ModelSerializer):
+    assignee = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    session = serializers.PrimaryKeyRelatedField(read_only=True)
+    campaign = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta:
+        model = Task
+        fields = [
+            "id",
+            "title",
+            "description",
+            "status",
+            "priority",
+            "rank",
+            "assignee",
+            "suggested_agent",
+            "session",
+            "campaign",
+            "labels",
+            "source_file",
+            "external_id",
+            "started_at",
+            "finished_at",
+            "retries",
+            "error",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class TaskCreateInput(StrictSerializer):
+    title = serializers.CharField(max_length=500)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="")
+    status = serializers.ChoiceField(choices=["backlog", "ready", "blocked"], required=False, default="ready")
+    priority = serializers.ChoiceField(choices=Task.Priority.choices, required=False, default="P2")
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, max_length=50, default=list
+    )
+    campaign = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    suggested_agent = serializers.SlugField(required=False, allow_blank=True, max_length=64, default="")
+    external_id = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+
+
+class ClaimNextInput(StrictSerializer):
+    session = serializers.CharField(required=False, max_length=128, help_text="The session that will work on it.")
+    campaign = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+
+
+class ClaimInput(StrictSerializer):
+    session = serializers.CharField(required=False, max_length=128)
+
+
+class CompleteInput(StrictSerializer):
+    review = serializers.BooleanField(required=False, default=False, help_text="Send to review instead of done.")
+
+
+class FailInput(StrictSerializer):
+    error = serializers.CharField(max_length=100_000)
+    retry = serializers.BooleanField(required=False, default=False, help_text="Put it back in ready for another try.")
+
+
+class LeadOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Lead
+        fields = ["id", "name", "company", "email", "status", "score"]
+
+
+class CampaignOutput(serializers.ModelSerializer):
+    tasks_total = serializers.IntegerField(read_only=True)
+    tasks_done = serializers.IntegerField(read_only=True)
+    leads_total = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "id",
+            "name",
+            "type",
+            "priority",
+            "deliverables",
+            "target_audience",
+            "goal",
+            "starts_on",
+            "ends_on",
+            "status",
+            "source_file",
+            "tasks_total",
+            "tasks_done",
+            "leads_total",
+            "created_at",
+        ]
+
+
+class LeadInput(StrictSerializer):
+    name = serializers.CharField(max_length=200)
+    company = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    email = serializers.EmailField(required=False, allow_blank=True, default="")
+    status = serializers.ChoiceField(choices=Lead.Status.choices, required=False, default="new")
+    score = serializers.IntegerField(required=False, min_value=-1_000_000, max_value=1_000_000, default=0)
+
+
+class CampaignCreateInput(StrictSerializer):
+    """The campaign definition format of SPEC §5; only ``type`` is required."""
+
+    type = serializers.CharField(max_length=100)
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    priority = serializers.CharField(required=False, max_length=20, help_text="P0-P3, or critical/high/medium/low.")
+    deliverables = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, max_length=500, default=list
+    )
+    target_audience = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+    goal = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
+    starts_on = serializers.DateField(required=False)
+    ends_on = serializers.DateField(required=False)
+    leads = LeadInput(many=True, required=False)

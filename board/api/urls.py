@@ -1,0 +1,15 @@
+from django.urls import path
+
+from board.api import views
+
+urlpatterns = [
+    path("tasks/", views.TaskListCreateView.as_view(), name="task-list"),
+    path("tasks/claim-next/", views.TaskClaimNextView.as_view(), name="task-claim-next"),
+    path("tasks/<int64:task_id>/", views.TaskDetailView.as_view(), name="task-detail"),
+    path("tasks/<int64:task_id>/claim/", views.TaskClaimView.as_view(), name="task-claim"),
+    path("tasks/<int64:task_id>/release/", views.TaskReleaseView.as_view(), name="task-release"),
+    path("tasks/<int64:task_id>/complete/", views.TaskCompleteView.as_view(), name="task-complete"),
+    path("tasks/<int64:task_id>/fail/", views.TaskFailView.as_view(), name="task-fail"),
+    path("campaigns/", views.CampaignListCreateView.as_view(), name="campaign-list"),
+    path("campaigns/<int64:campaign_id>/", views.CampaignDetailView.as_view(), name="campaign-detail"),
+]

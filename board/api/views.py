@@ -1,0 +1,133 @@
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.generics import ListAPIView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from board import selectors, services
+from board.api import serializers as s
+from board.api.filters import TaskFilter
+from config.api.errors import DomainError
+from config.api.views import actor_from_request, validate_input
+from sessions_app.actors import Actor
+from sessions_app.selectors import session_get_for_actor
+
+
+def _claiming_agent(actor: Actor):
+    if actor.agent is None:
+        raise DomainError("Only agents claim tasks; people move cards on the board.", code="forbidden")
+    return actor.agent
+
+
+def _optional_session(actor: Actor, session_id: str | None):
+    return session_get_for_actor(actor=actor, session_id=session_id) if session_id else None
+
+
+class TaskListCreateView(ListAPIView):
+    serializer_class = s.TaskOutput
+    filterset_class = TaskFilter
+
+    def get_queryset(self):
+        return selectors.task_list()
+
+    @extend_schema(
+        request=s.TaskCreateInput,
+        responses={201: s.TaskOutput},
+        summary="Create a task (staff or an orchestrating agent)",
+    )
+    def post(self, request):
+        actor = actor_from_request(request)
+        data = validate_input(s.TaskCreateInput, request.data)
+        campaign = selectors.campaign_get(campaign_id=data.pop("campaign")) if "campaign" in data else None
+        task = services.task_create(actor=actor, campaign=campaign, **data)
+        return Response(s.TaskOutput(task).data, status=201)
+
+
+class TaskDetailView(APIView):
+    @extend_schema(responses=s.TaskOutput, summary="Read a task")
+    def get(self, request, task_id: int):
+        return Response(s.TaskOutput(selectors.task_get(task_id=task_id)).data)
+
+
+class TaskClaimNextView(APIView):
+    @extend_schema(
+        request=s.ClaimNextInput,
+        responses={200: s.TaskOutput, 204: OpenApiResponse(description="No ready task.")},
+        summary="Claim the best ready task",
+    )
+    def post(self, request):
+        actor = actor_from_request(request)
+        agent = _claiming_agent(actor)
+        data = validate_input(s.ClaimNextInput, request.data or {})
+        campaign = selectors.campaign_get(campaign_id=data["campaign"]) if "campaign" in data else None
+        session = _optional_session(actor, data.get("session"))
+        task = services.task_claim_next(actor=actor, agent=agent, session=session, campaign=campaign)
+        if task is None:
+            return Response(status=204)
+        return Response(s.TaskOutput(task).data)
+
+
+class TaskClaimView(APIView):
+    @extend_schema(
+        request=s.ClaimInput,
+        responses={200: s.TaskOutput, 409: OpenApiResponse(description="Taken, or not ready.")},
+        summary="Claim this task",
+    )
+    def post(self, request, task_id: int):
+        actor = actor_from_request(request)
+        agent = _claiming_agent(actor)
+        data = validate_input(s.ClaimInput, request.data or {})
+        task = selectors.task_get(task_id=task_id)
+        session = _optional_session(actor, data.get("session"))
+        task, _ = services.task_claim(actor=actor, agent=agent, task=task, session=session)
+        return Response(s.TaskOutput(task).data)
+
+
+class TaskReleaseView(APIView):
+    @extend_schema(request=None, responses=s.TaskOutput, summary="Give a claimed task back to ready")
+    def post(self, request, task_id: int):
+        actor = actor_from_request(request)
+        validate_input(s.StrictSerializer, request.data or {})
+        task, _ = services.task_release(actor=actor, task=selectors.task_get(task_id=task_id))
+        return Response(s.TaskOutput(task).data)
+
+
+class TaskCompleteView(APIView):
+    @extend_schema(request=s.CompleteInput, responses=s.TaskOutput, summary="Finish a claimed task")
+    def post(self, request, task_id: int):
+        actor = actor_from_request(request)
+        data = validate_input(s.CompleteInput, request.data or {})
+        task, _ = services.task_complete(actor=actor, task=selectors.task_get(task_id=task_id), review=data["review"])
+        return Response(s.TaskOutput(task).data)
+
+
+class TaskFailView(APIView):
+    @extend_schema(request=s.FailInput, responses=s.TaskOutput, summary="Report a claimed task as failed")
+    def post(self, request, task_id: int):
+        actor = actor_from_request(request)
+        data = validate_input(s.FailInput, request.data)
+        task, _ = services.task_fail(
+            actor=actor, task=selectors.task_get(task_id=task_id), error=data["error"], retry=data["retry"]
+        )
+        return Response(s.TaskOutput(task).data)
+
+
+class CampaignListCreateView(ListAPIView):
+    serializer_class = s.CampaignOutput
+
+    def get_queryset(self):
+        return selectors.campaign_list()
+
+    @extend_schema(
+        request=s.CampaignCreateInput, responses={201: s.CampaignOutput}, summary="Create a campaign from a definition"
+    )
+    def post(self, request):
+        actor = actor_from_request(request)
+        data = validate_input(s.CampaignCreateInput, request.data)
+        campaign = services.campaign_create(actor=actor, **data)
+        return Response(s.CampaignOutput(selectors.campaign_get(campaign_id=campaign.pk)).data, status=201)
+
+
+class CampaignDetailView(APIView):
+    @extend_schema(responses=s.CampaignOutput, summary="Read a campaign")
+    def get(self, request, campaign_id: int):
+        return Response(s.CampaignOutput(selectors.campaign_get(campaign_id=campaign_id)).data)

@@ -1,0 +1,290 @@
+"""Writes for tasks and campaigns: create, claim, release, complete, fail."""
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from board.models import Campaign, Lead, Task, TaskClaim
+from config.api.errors import DomainError
+from ledger.events import event_record
+from sessions_app.actors import Actor
+from sessions_app.models import Agent, AgentSession
+
+RANK_STEP = 1024
+CLAIM_ATTEMPTS = 20
+PRIORITY_WORDS = {"critical": "P0", "urgent": "P0", "high": "P1", "medium": "P2", "normal": "P2", "low": "P3"}
+
+
+def priority_normalise(value: str | None, *, default: str = "P2") -> str:
+    """P0..P3 from a P-code or a word (critical, high, medium, low)."""
+    if not value:
+        return default
+    text = value.strip()
+    if text.upper() in Task.Priority.values:
+        return text.upper()
+    word = PRIORITY_WORDS.get(text.lower())
+    if word is None:
+        raise DomainError(f"Unknown priority {value!r}; use P0-P3 or critical, high, medium, low.")
+    return word
+
+
+def _next_rank(status: str) -> int:
+    top = Task.objects.filter(status=status).aggregate(top=Max("rank"))["top"]
+    return (top or 0) + RANK_STEP
+
+
+def _task_event(name: str, task: Task, actor: Actor, **payload) -> None:
+    event_record(
+        name=name,
+        subject_type="task",
+        subject_id=task.pk,
+        actor=actor.label,
+        payload={"title": task.title[:200], "status": task.status, **payload},
+    )
+
+
+@transaction.atomic
+def task_create(
+    *,
+    actor: Actor,
+    title: str,
+    description: str = "",
+    status: str = Task.Status.READY,
+    priority: str = Task.Priority.P2,
+    labels: list[str] | None = None,
+    campaign: Campaign | None = None,
+    suggested_agent: str = "",
+    source_file: str = "",
+    source_key: str = "",
+    external_id: str = "",
+) -> Task:
+    if not actor.can_orchestrate:
+        raise DomainError("Creating tasks needs staff or an agent key with the 'orchestrate' scope.", code="forbidden")
+    if status not in (Task.Status.BACKLOG, Task.Status.READY, Task.Status.BLOCKED):
+        raise DomainError("A new task starts in backlog, ready or blocked.")
+    task = Task.objects.create(
+        title=title,
+        description=description,
+        status=status,
+        priority=priority,
+        rank=_next_rank(status),
+        labels=labels or [],
+        campaign=campaign,
+        suggested_agent=suggested_agent,
+        source_file=source_file,
+        source_key=source_key,
+        external_id=external_id,
+    )
+    _task_event("task.created", task, actor)
+    return task
+
+
+def _claim(*, task_id: int, agent: Agent, session: AgentSession | None, actor: Actor) -> Task | None:
+    """Take a ready, unheld task for ``agent``. Caller holds a transaction.
+
+    The conditional UPDATE is the lock: of two claimants, the database lets exactly one
+    change the row. The partial unique index on open claims backs it up.
+    """
+    now = timezone.now()
+    changed = Task.objects.filter(pk=task_id, status=Task.Status.READY, assignee__isnull=True).update(
+        status=Task.Status.IN_PROGRESS, assignee=agent, session=session, started_at=now, updated_at=now, error=""
+    )
+    if changed != 1:
+        return None
+    TaskClaim.objects.create(task_id=task_id, agent=agent, session=session)
+    task = Task.objects.get(pk=task_id)
+    _task_event("task.claimed", task, actor, agent=agent.slug, session=session.pk if session else None)
+    return task
+
+
+def _check_session(*, agent: Agent, session: AgentSession | None) -> None:
+    if session is not None and session.agent_id != agent.pk:
+        raise DomainError("The session belongs to another agent.", code="forbidden")
+    if session is not None and session.is_terminal:
+        raise DomainError(f"Session {session.pk!r} is {session.status}.", code="conflict")
+
+
+def task_claim_next(
+    *, actor: Actor, agent: Agent, session: AgentSession | None = None, campaign: Campaign | None = None
+) -> Task | None:
+    """Claim the best ready task: highest priority, then best rank, then oldest. None if there is none.
+
+    Tasks suggested for another agent are left to it. On PostgreSQL candidates are read
+    with SKIP LOCKED so claimants don't queue on one row; on SQLite the IMMEDIATE
+    transaction already serialises writers.
+    """
+    _check_session(agent=agent, session=session)
+    if agent.status == Agent.Status.PAUSED:
+        raise DomainError(f"Agent {agent.slug!r} is paused and takes no work.", code="conflict")
+    for _ in range(CLAIM_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                candidates = Task.objects.filter(status=Task.Status.READY, assignee__isnull=True).filter(
+                    Q(suggested_agent="") | Q(suggested_agent=agent.slug)
+                )
+                if campaign is not None:
+                    candidates = candidates.filter(campaign=campaign)
+                candidates = candidates.order_by("priority", "rank", "id")
+                if connection.features.has_select_for_update_skip_locked:
+                    candidates = candidates.select_for_update(skip_locked=True)
+                task_id = candidates.values_list("pk", flat=True).first()
+                if task_id is None:
+                    return None
+                task = _claim(task_id=task_id, agent=agent, session=session, actor=actor)
+                if task is not None:
+                    return task
+        except IntegrityError:
+            continue  # someone opened a claim on it first; try the next one
+    raise DomainError("Too many claimants at once; retry.", code="conflict")
+
+
+def task_claim(*, actor: Actor, agent: Agent, task: Task, session: AgentSession | None = None) -> tuple[Task, bool]:
+    """Claim this task; True if this call claimed it. Claiming what you already hold is a no-op."""
+    _check_session(agent=agent, session=session)
+    try:
+        with transaction.atomic():
+            claimed = _claim(task_id=task.pk, agent=agent, session=session, actor=actor)
+    except IntegrityError:
+        claimed = None
+    if claimed is not None:
+        return claimed, True
+    task.refresh_from_db()
+    if task.status == Task.Status.IN_PROGRESS and task.assignee_id == agent.pk:
+        return task, False
+    holder = f", held by {task.assignee.slug}" if task.assignee_id else ""
+    raise DomainError(f"Task {task.pk} is {task.status}{holder}; only ready tasks can be claimed.", code="conflict")
+
+
+def _end_claim(*, actor: Actor, task: Task, outcome: str, new_status: str, error: str = "") -> tuple[Task, bool]:
+    """Close the open claim and move the task. Locks the task row (caller holds a transaction)."""
+    task = Task.objects.select_for_update().get(pk=task.pk)
+    claim = TaskClaim.objects.filter(task=task, released_at__isnull=True).first()
+    if claim is None or task.status != Task.Status.IN_PROGRESS:
+        last = TaskClaim.objects.filter(task=task).order_by("-claimed_at", "-id").first()
+        if last is not None and last.outcome == outcome and task.status == new_status and actor.owns(last.agent_id):
+            return task, False  # a retry of the same ending
+        raise DomainError(
+            f"Task {task.pk} is {task.status} and not claimed; nothing to {outcome_verb(outcome)}.", code="conflict"
+        )
+    if not actor.owns(claim.agent_id):
+        raise DomainError(f"Task {task.pk} is claimed by another agent.", code="forbidden")
+    now = timezone.now()
+    claim.outcome = outcome
+    claim.released_at = now
+    claim.save(update_fields=["outcome", "released_at"])
+    task.status = new_status
+    task.updated_at = now
+    update = ["status", "updated_at"]
+    if new_status == Task.Status.READY:
+        task.assignee = None
+        task.session = None
+        update += ["assignee", "session"]
+    if new_status in (Task.Status.DONE, Task.Status.FAILED, Task.Status.REVIEW):
+        task.finished_at = now
+        update.append("finished_at")
+    if outcome == TaskClaim.Outcome.FAILED:
+        task.error = error
+        task.retries += 1
+        update += ["error", "retries"]
+    if new_status == Task.Status.READY:
+        task.rank = _next_rank(Task.Status.READY) if outcome == TaskClaim.Outcome.FAILED else task.rank
+        update.append("rank")
+    task.save(update_fields=update)
+    return task, True
+
+
+def outcome_verb(outcome: str) -> str:
+    return {"released": "release", "completed": "complete", "failed": "fail"}.get(outcome, outcome)
+
+
+@transaction.atomic
+def task_release(*, actor: Actor, task: Task) -> tuple[Task, bool]:
+    task, changed = _end_claim(actor=actor, task=task, outcome=TaskClaim.Outcome.RELEASED, new_status=Task.Status.READY)
+    if changed:
+        _task_event("task.released", task, actor)
+    return task, changed
+
+
+@transaction.atomic
+def task_complete(*, actor: Actor, task: Task, review: bool = False) -> tuple[Task, bool]:
+    new_status = Task.Status.REVIEW if review else Task.Status.DONE
+    task, changed = _end_claim(actor=actor, task=task, outcome=TaskClaim.Outcome.COMPLETED, new_status=new_status)
+    if changed:
+        _task_event("task.moved", task, actor, to=new_status)
+    return task, changed
+
+
+@transaction.atomic
+def task_fail(*, actor: Actor, task: Task, error: str, retry: bool = False) -> tuple[Task, bool]:
+    new_status = Task.Status.READY if retry else Task.Status.FAILED
+    task, changed = _end_claim(
+        actor=actor, task=task, outcome=TaskClaim.Outcome.FAILED, new_status=new_status, error=error
+    )
+    if changed:
+        _task_event("task.moved", task, actor, to=new_status, error=error[:500])
+    return task, changed
+
+
+@transaction.atomic
+def campaign_create(
+    *,
+    actor: Actor,
+    type: str,
+    name: str = "",
+    priority: str | None = None,
+    deliverables: list[str] | None = None,
+    target_audience: str = "",
+    goal: str = "",
+    starts_on=None,
+    ends_on=None,
+    leads: list[dict] | None = None,
+    source_file: str = "",
+) -> Campaign:
+    """A campaign with one ready task per deliverable, and its leads."""
+    if not actor.can_orchestrate:
+        raise DomainError(
+            "Creating campaigns needs staff or an agent key with the 'orchestrate' scope.", code="forbidden"
+        )
+    if starts_on and ends_on and ends_on < starts_on:
+        raise DomainError("ends_on is before starts_on.")
+    code = priority_normalise(priority)
+    deliverables = deliverables or []
+    campaign = Campaign.objects.create(
+        name=name or type,
+        type=type,
+        priority=code,
+        deliverables=deliverables,
+        target_audience=target_audience,
+        goal=goal,
+        starts_on=starts_on,
+        ends_on=ends_on,
+        source_file=source_file,
+    )
+    for deliverable in deliverables:
+        task_create(
+            actor=actor,
+            title=f"{campaign.name}: {deliverable}",
+            description=goal,
+            priority=code,
+            labels=[type, deliverable],
+            campaign=campaign,
+        )
+    Lead.objects.bulk_create(
+        Lead(
+            campaign=campaign,
+            name=lead["name"],
+            company=lead.get("company", ""),
+            email=lead.get("email", ""),
+            status=lead.get("status") or Lead.Status.NEW,
+            score=lead.get("score") or 0,
+        )
+        for lead in (leads or [])
+    )
+    event_record(
+        name="campaign.created",
+        subject_type="campaign",
+        subject_id=campaign.pk,
+        actor=actor.label,
+        payload={"name": campaign.name, "deliverables": len(deliverables)},
+    )
+    return campaign

@@ -1,0 +1,23 @@
+"""The one error type services raise; the API layer maps its code to a status."""
+
+
+class DomainError(Exception):
+    """A rule of the domain refused the request.
+
+    ``code`` is one of: ``invalid`` (400), ``forbidden`` (403), ``not_found`` (404),
+    ``conflict`` (409), ``too_large`` (413).
+    """
+
+    STATUS = {"invalid": 400, "forbidden": 403, "not_found": 404, "conflict": 409, "too_large": 413}
+
+    def __init__(self, message: str, *, code: str = "invalid", extra: dict | None = None):
+        if code not in self.STATUS:
+            raise ValueError(f"unknown DomainError code {code!r}")
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.extra = extra or {}
+
+    @property
+    def status_code(self) -> int:
+        return self.STATUS[self.code]

@@ -1,0 +1,8 @@
+"""The embedded default that `make run` uses: debug on, everything under var/."""
+
+from config.env import env_bool
+
+from .base import *  # noqa: F403
+
+DEBUG = env_bool("DEBUG", True)
+STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405

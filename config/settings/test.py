@@ -1,0 +1,19 @@
+"""Settings for pytest. DATABASE_URL decides SQLite (default) or PostgreSQL."""
+
+import os
+
+from .base import *  # noqa: F403
+
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
+
+# Two suites running side by side (two checkouts, or a developer and CI) need their own
+# test databases: TEST_DB_SUFFIX tells them apart.
+_suffix = os.environ.get("TEST_DB_SUFFIX", "")
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # Threads in concurrency tests need their own connections to one database: a file, not :memory:.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test{_suffix}.sqlite3")}  # noqa: F405
+else:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}{_suffix}"}  # noqa: F405
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405

@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.urls import include, path, register_converter
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config.api.converters import Int64Converter
+from config.health import healthz
+
+# Ids in paths: digits that fit a 64-bit column; anything else is a 404, never a 500.
+register_converter(Int64Converter, "int64")
+
+api_v1 = [
+    path("", include("sessions_app.api.urls")),
+    path("", include("ledger.api.urls")),
+    path("", include("board.api.urls")),
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]

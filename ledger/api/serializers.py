@@ -1,0 +1,57 @@
+from rest_framework import serializers
+
+from config.api.fields import AwareDateTimeField, ClientIdField, StrictSerializer
+from ledger.models import Event, ToolInvocation
+
+
+class ToolCallOutput(serializers.ModelSerializer):
+    session = serializers.PrimaryKeyRelatedField(read_only=True)
+    agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = ToolInvocation
+        fields = [
+            "id",
+            "client_id",
+            "session",
+            "agent",
+            "tool_name",
+            "input_summary",
+            "input_sha256",
+            "output_summary",
+            "status",
+            "error",
+            "started_at",
+            "finished_at",
+            "duration_ms",
+            "created_at",
+        ]
+
+
+class ToolCallInput(StrictSerializer):
+    id = ClientIdField(help_text="Client id, e.g. the tool_use_id; retries with it never duplicate.")
+    tool_name = serializers.CharField(max_length=200)
+    input = serializers.JSONField(required=False, help_text="Full input: hashed, then redacted and capped for storage.")
+    output = serializers.JSONField(required=False, allow_null=True, help_text="Output, when already finished.")
+    status = serializers.ChoiceField(choices=ToolInvocation.Status.choices, required=False, default="running")
+    error = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="")
+    started_at = AwareDateTimeField(required=False)
+    finished_at = AwareDateTimeField(required=False)
+
+    def validate(self, attrs):
+        if attrs.get("status", "running") == "running" and attrs.get("finished_at"):
+            raise serializers.ValidationError({"finished_at": ["A running call has no finish time."]})
+        return attrs
+
+
+class ToolCallFinishInput(StrictSerializer):
+    status = serializers.ChoiceField(choices=["success", "failure", "cancelled"])
+    output = serializers.JSONField(required=False, allow_null=True)
+    error = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="")
+    finished_at = AwareDateTimeField(required=False)
+
+
+class EventOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Event
+        fields = ["id", "name", "subject_type", "subject_id", "actor", "payload", "created_at"]

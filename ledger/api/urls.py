@@ -1,0 +1,8 @@
+from django.urls import path
+
+from ledger.api import views
+
+urlpatterns = [
+    path("sessions/<str:session_id>/tool-calls/", views.SessionToolCallsView.as_view(), name="session-tool-calls"),
+    path("tool-calls/<int64:tool_call_id>/", views.ToolCallDetailView.as_view(), name="tool-call-detail"),
+]

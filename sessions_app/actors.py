@@ -1,0 +1,35 @@
+"""Who is acting: an agent (by key) or a person (by browser session)."""
+
+from dataclasses import dataclass
+
+from sessions_app.models import Agent, AgentApiKey
+
+
+@dataclass(frozen=True)
+class Actor:
+    agent: Agent | None = None
+    api_key: AgentApiKey | None = None
+    user: object | None = None  # a django.contrib.auth user
+
+    @property
+    def is_staff(self) -> bool:
+        return self.agent is None and bool(getattr(self.user, "is_staff", False))
+
+    @property
+    def can_orchestrate(self) -> bool:
+        return self.is_staff or (self.api_key is not None and self.api_key.has_scope(AgentApiKey.Scope.ORCHESTRATE))
+
+    @property
+    def label(self) -> str:
+        if self.agent is not None:
+            return f"agent:{self.agent.slug}"
+        if self.user is not None:
+            return f"user:{self.user.get_username()}"
+        return "system"
+
+    def owns(self, agent_id: int | None) -> bool:
+        """May this actor act for the agent with this id? Staff may act for any."""
+        return self.is_staff or (self.agent is not None and self.agent.pk == agent_id)
+
+
+SYSTEM = Actor()

@@ -1,0 +1,255 @@
+"""Thin views: parse and validate input, call one service or selector, render output."""
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.generics import ListAPIView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from board.api.serializers import TaskOutput
+from config.api.errors import DomainError
+from config.api.views import actor_from_request, incoming_items, validate_input, write_response
+from ledger.api.serializers import ToolCallOutput
+from sessions_app import selectors, services
+from sessions_app.api import serializers as s
+from sessions_app.api.filters import SessionFilter
+
+BATCH_DOC = (
+    "Send one object, or a list of at most 1,000 (a batch). A batch answers 201 when all are stored, "
+    "207 with one result per item when some fail (the good ones are stored). A repeated `id` returns "
+    "the stored item with 200; the same `id` with another body is a 409."
+)
+
+
+class BatchResultOutput(serializers.Serializer):
+    index = serializers.IntegerField()
+    status = serializers.IntegerField()
+    item = serializers.JSONField(required=False)
+    message = serializers.CharField(required=False)
+    errors = serializers.JSONField(required=False)
+
+
+class BatchOutput(serializers.Serializer):
+    results = BatchResultOutput(many=True)
+    stored = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class AgentMeView(APIView):
+    @extend_schema(responses=s.AgentOutput, summary="Who am I (the agent behind the key)")
+    def get(self, request):
+        actor = actor_from_request(request)
+        if actor.agent is None:
+            raise DomainError("This endpoint is for agent keys.", code="forbidden")
+        return Response(s.AgentOutput(actor.agent).data)
+
+
+class AgentHeartbeatView(APIView):
+    @extend_schema(request=None, responses=s.AgentOutput, summary="I'm alive")
+    def post(self, request):
+        actor = actor_from_request(request)
+        if actor.agent is None:
+            raise DomainError("This endpoint is for agent keys.", code="forbidden")
+        return Response(s.AgentOutput(services.agent_heartbeat(agent=actor.agent)).data)
+
+
+class SessionListCreateView(ListAPIView):
+    serializer_class = s.SessionOutput
+    filterset_class = SessionFilter
+
+    def get_queryset(self):
+        return selectors.session_list_for_actor(actor=actor_from_request(self.request))
+
+    @extend_schema(
+        request=s.SessionCreateInput,
+        responses={201: s.SessionOutput, 200: OpenApiResponse(s.SessionOutput, "Already open under this id (resume).")},
+        summary="Open a session",
+    )
+    def post(self, request):
+        actor = actor_from_request(request)
+        data = validate_input(s.SessionCreateInput, request.data)
+        if actor.agent is not None:
+            if "agent" in data and data["agent"] != actor.agent.slug:
+                raise DomainError("An agent opens sessions for itself only.", code="forbidden")
+            agent = actor.agent
+        elif "agent" in data:
+            agent = selectors.agent_get_by_slug(slug=data["agent"])
+        else:
+            raise DomainError("Staff must name the agent to open a session for.", code="invalid")
+        parent = None
+        if data.get("parent"):
+            parent = selectors.session_get_for_actor(actor=actor, session_id=data["parent"])
+        task = None
+        if data.get("task"):
+            from board.selectors import task_get
+
+            task = task_get(task_id=data["task"])
+        session, created = services.session_open(
+            actor=actor,
+            agent=agent,
+            session_id=data.get("id"),
+            intent=data["intent"],
+            labels=data["labels"],
+            metadata=data["metadata"],
+            repo=data["repo"],
+            branch=data["branch"],
+            pr_url=data["pr_url"],
+            parent=parent,
+            task=task,
+            status=data["status"],
+        )
+        return Response(s.SessionOutput(session).data, status=201 if created else 200)
+
+
+class SessionDetailView(APIView):
+    @extend_schema(responses=s.SessionOutput, summary="Read a session")
+    def get(self, request, session_id: str):
+        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        return Response(s.SessionOutput(session).data)
+
+
+class SessionTransitionView(APIView):
+    @extend_schema(
+        request=s.TransitionInput,
+        responses={200: s.TransitionOutput, 409: OpenApiResponse(description="Illegal move; lists the allowed ones.")},
+        summary="Move a session along its status machine",
+    )
+    def post(self, request, session_id: str):
+        actor = actor_from_request(request)
+        data = validate_input(s.TransitionInput, request.data)
+        session = selectors.session_get_for_actor(actor=actor, session_id=session_id)
+        session, changed = services.session_transition(
+            actor=actor, session=session, status=data["status"], reason=data["reason"]
+        )
+        return Response({"session": s.SessionOutput(session).data, "changed": changed})
+
+
+class SessionHeartbeatView(APIView):
+    @extend_schema(request=None, responses=s.SessionOutput, summary="The session (and its agent) is alive")
+    def post(self, request, session_id: str):
+        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        return Response(s.SessionOutput(services.session_heartbeat(session=session)).data)
+
+
+class ResumeOutput(serializers.Serializer):
+    session = s.SessionOutput()
+    status = serializers.CharField()
+    checkpoint = s.CheckpointOutput(allow_null=True)
+    open_tool_calls = ToolCallOutput(many=True)
+    milestones = s.MilestoneOutput(many=True)
+    claimed_tasks = TaskOutput(many=True)
+    last_event_seq = serializers.IntegerField()
+
+
+class SessionResumeView(APIView):
+    @extend_schema(responses=ResumeOutput, summary="What a restarted agent needs to pick up where it stopped")
+    def get(self, request, session_id: str):
+        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        state = selectors.session_resume(session=session)
+        return Response(
+            {
+                "session": s.SessionOutput(state.session).data,
+                "status": state.session.status,
+                "checkpoint": s.CheckpointOutput(state.checkpoint).data if state.checkpoint else None,
+                "open_tool_calls": ToolCallOutput(state.open_tool_calls, many=True).data,
+                "milestones": s.MilestoneOutput(state.milestones, many=True).data,
+                "claimed_tasks": TaskOutput(state.claimed_tasks, many=True).data,
+                "last_event_seq": state.last_event_seq,
+            }
+        )
+
+
+class SessionEventsView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("after_seq", int, description="Return events with seq greater than this (default 0)."),
+            OpenApiParameter("limit", int, description="At most this many (1-1000, default 100)."),
+        ],
+        responses=s.EventPageOutput,
+        summary="Read events in order, from a cursor",
+    )
+    def get(self, request, session_id: str):
+        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        after_seq = _int_param(request, "after_seq", default=0, minimum=0)
+        limit = _int_param(request, "limit", default=100, minimum=1, maximum=1000)
+        rows, has_more = selectors.stream_events_after(session=session, after_seq=after_seq, limit=limit)
+        next_after = rows[-1].seq if rows else after_seq
+        return Response(
+            {"results": s.StreamEventOutput(rows, many=True).data, "next_after_seq": next_after, "has_more": has_more}
+        )
+
+    @extend_schema(
+        request=s.StreamEventInput,
+        responses={201: s.StreamEventOutput, 200: s.StreamEventOutput, 207: BatchOutput},
+        summary="Append one event or a batch",
+        description=BATCH_DOC,
+    )
+    def post(self, request, session_id: str):
+        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        valid, invalid, is_batch = incoming_items(
+            request.data, s.StreamEventInput, max_items=settings.API_MAX_BATCH_ITEMS
+        )
+        results = invalid + (services.stream_events_append(session=session, items=valid) if valid else [])
+        return write_response(results=results, is_batch=is_batch, render=lambda obj: s.StreamEventOutput(obj).data)
+
+
+class SessionCheckpointsView(APIView):
+    @extend_schema(
+        request=s.CheckpointInput,
+        responses={
+            201: s.CheckpointOutput,
+            200: s.CheckpointOutput,
+            413: OpenApiResponse(description="State too large."),
+        },
+        summary="Save a checkpoint",
+    )
+    def post(self, request, session_id: str):
+        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        valid, invalid, is_batch = incoming_items(request.data, s.CheckpointInput, max_items=1)
+        if is_batch:
+            raise DomainError("Send one checkpoint object, not a list.")
+        result = services.checkpoint_save(session=session, item=valid[0])
+        return write_response(results=[result], is_batch=False, render=lambda obj: s.CheckpointOutput(obj).data)
+
+    @extend_schema(responses=s.CheckpointOutput, summary="The latest checkpoint (404 when none)")
+    def get(self, request, session_id: str):
+        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        checkpoint = session.checkpoints.order_by("-seq").first()
+        if checkpoint is None:
+            raise DomainError("This session has no checkpoint yet.", code="not_found")
+        return Response(s.CheckpointOutput(checkpoint).data)
+
+
+class SessionMilestonesView(APIView):
+    @extend_schema(
+        request=s.MilestoneInput,
+        responses={201: s.MilestoneOutput, 200: s.MilestoneOutput},
+        summary="Record a milestone",
+    )
+    def post(self, request, session_id: str):
+        actor = actor_from_request(request)
+        session = selectors.session_get_for_actor(actor=actor, session_id=session_id)
+        valid, invalid, is_batch = incoming_items(request.data, s.MilestoneInput, max_items=1)
+        if is_batch:
+            raise DomainError("Send one milestone object, not a list.")
+        result = services.milestone_record(actor=actor, session=session, item=valid[0])
+        return write_response(results=[result], is_batch=False, render=lambda obj: s.MilestoneOutput(obj).data)
+
+    @extend_schema(responses=s.MilestoneOutput(many=True), summary="The session's milestones, oldest first")
+    def get(self, request, session_id: str):
+        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        return Response(s.MilestoneOutput(session.milestones.order_by("created_at", "id"), many=True).data)
+
+
+def _int_param(request, name: str, *, default: int, minimum: int, maximum: int = 2**63 - 1) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise DomainError(f"{name} must be an integer; got {raw[:40]!r}.") from None
+    if not minimum <= value <= maximum:
+        raise DomainError(f"{name} must be between {minimum} and {maximum}.")
+    return value

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class SessionsAppConfig(AppConfig):
+    name = "sessions_app"
+    verbose_name = "Agents and sessions"
+
+    def ready(self) -> None:
+        # Registers the OpenAPI description of agent-key authentication.
+        from sessions_app.api import schema  # noqa: F401

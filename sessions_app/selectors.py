@@ -1,0 +1,82 @@
+"""Reads shared by the API, the pages and the admin. Every request path goes through
+a scoped lookup here, never an unscoped ``.objects.get``."""
+
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from config.api.errors import DomainError
+from ledger.models import ToolInvocation
+from sessions_app.actors import Actor
+from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
+
+RESUME_MILESTONES = 20
+
+
+def session_get_for_actor(*, actor: Actor, session_id: str, for_update: bool = False) -> AgentSession:
+    """The session, if it exists (404) and the actor may touch it (403)."""
+    queryset = AgentSession.objects.select_related("agent")
+    if for_update:
+        queryset = queryset.select_for_update()
+    session = queryset.filter(pk=session_id).first()
+    if session is None:
+        raise DomainError(f"Session {session_id!r} not found.", code="not_found")
+    if not actor.owns(session.agent_id):
+        raise DomainError(f"Session {session_id!r} belongs to another agent.", code="forbidden")
+    return session
+
+
+def session_list_for_actor(*, actor: Actor) -> QuerySet[AgentSession]:
+    queryset = AgentSession.objects.select_related("agent").order_by("-created_at", "id")
+    if actor.is_staff:
+        return queryset
+    return queryset.filter(agent=actor.agent)
+
+
+def agent_get_by_slug(*, slug: str) -> Agent:
+    agent = Agent.objects.filter(slug=slug).first()
+    if agent is None:
+        raise DomainError(f"Agent {slug!r} not found.", code="not_found")
+    return agent
+
+
+def stream_events_after(*, session: AgentSession, after_seq: int, limit: int) -> tuple[list[StreamEvent], bool]:
+    """Events with seq > after_seq, in order, and whether more follow."""
+    rows = list(StreamEvent.objects.filter(session=session, seq__gt=after_seq).order_by("seq")[: limit + 1])
+    return rows[:limit], len(rows) > limit
+
+
+@dataclass
+class ResumeState:
+    session: AgentSession
+    checkpoint: Checkpoint | None
+    open_tool_calls: list[ToolInvocation]
+    milestones: list[Milestone]
+    claimed_tasks: list
+    last_event_seq: int
+
+
+def session_resume(*, session: AgentSession) -> ResumeState:
+    from board.models import Task
+
+    checkpoint = Checkpoint.objects.filter(session=session).order_by("-seq").first()
+    open_calls = list(
+        ToolInvocation.objects.filter(session=session, status=ToolInvocation.Status.RUNNING).order_by(
+            "started_at", "id"
+        )
+    )
+    milestones = list(Milestone.objects.filter(session=session).order_by("-created_at", "-id")[:RESUME_MILESTONES])
+    milestones.reverse()
+    claimed = list(
+        Task.objects.filter(assignee_id=session.agent_id, status=Task.Status.IN_PROGRESS, session=session).order_by(
+            "id"
+        )
+    )
+    return ResumeState(
+        session=session,
+        checkpoint=checkpoint,
+        open_tool_calls=open_calls,
+        milestones=milestones,
+        claimed_tasks=claimed,
+        last_event_seq=session.last_event_seq,
+    )

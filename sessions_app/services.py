@@ -1,0 +1,294 @@
+"""Writes for agents and sessions: open, transition, heartbeat, events, checkpoints, milestones."""
+
+import json
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from config.api.errors import DomainError
+from config.idempotency import IncomingItem, ItemResult, resolve_replays
+from ledger.events import event_record
+from sessions_app.actors import Actor
+from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
+
+Status = AgentSession.Status
+
+# The status machine. Terminal states have no way out.
+ALLOWED_TRANSITIONS: dict[str, tuple[str, ...]] = {
+    Status.PLANNING: (Status.RUNNING, Status.FAILED, Status.CANCELLED),
+    Status.RUNNING: (Status.WAITING_FOR_INPUT, Status.COMPLETED, Status.FAILED, Status.CANCELLED),
+    Status.WAITING_FOR_INPUT: (Status.RUNNING, Status.COMPLETED, Status.FAILED, Status.CANCELLED),
+    Status.COMPLETED: (),
+    Status.FAILED: (),
+    Status.CANCELLED: (),
+}
+
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+WRITE_RETRIES = 3
+
+
+def session_generate_id() -> str:
+    return f"session_{timezone.now():%Y%m%d_%H%M%S}_{uuid.uuid4().hex[:8]}"
+
+
+def agent_heartbeat(*, agent: Agent) -> Agent:
+    """Record that the agent is alive. An agent marked stale comes back to active; a paused one stays paused."""
+    now = timezone.now()
+    Agent.objects.filter(pk=agent.pk).update(last_heartbeat_at=now)
+    Agent.objects.filter(pk=agent.pk, status__in=[Agent.Status.ERROR, Agent.Status.COMPLETED]).update(
+        status=Agent.Status.ACTIVE
+    )
+    agent.refresh_from_db(fields=["last_heartbeat_at", "status"])
+    return agent
+
+
+def session_open(
+    *,
+    actor: Actor,
+    agent: Agent,
+    session_id: str | None = None,
+    intent: str = "",
+    labels: list[str] | None = None,
+    metadata: dict | None = None,
+    repo: str = "",
+    branch: str = "",
+    pr_url: str = "",
+    parent: AgentSession | None = None,
+    task=None,
+    status: str = Status.PLANNING,
+) -> tuple[AgentSession, bool]:
+    """Open a session, or return the one already open under this id (True when created).
+
+    Re-opening an existing id with the same agent is how a crashed agent resumes; an id
+    that belongs to another agent is a conflict.
+    """
+    if status not in (Status.PLANNING, Status.RUNNING):
+        raise DomainError("A session starts as 'planning' or 'running'.", code="invalid")
+    if session_id is None:
+        session_id = session_generate_id()
+    elif not SESSION_ID_RE.match(session_id):
+        raise DomainError("Session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'.")
+    if parent is not None and not actor.owns(parent.agent_id):
+        raise DomainError("The parent session belongs to another agent.", code="forbidden")
+
+    existing = AgentSession.objects.filter(pk=session_id).first()
+    if existing is not None:
+        return _session_reopen(actor=actor, agent=agent, session=existing), False
+
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            session = AgentSession.objects.create(
+                id=session_id,
+                agent=agent,
+                status=status,
+                intent=intent,
+                labels=labels or [],
+                metadata=metadata or {},
+                repo=repo,
+                branch=branch,
+                pr_url=pr_url,
+                parent=parent,
+                task=task,
+                started_at=now,
+                last_heartbeat_at=now,
+            )
+            event_record(
+                name="session.started",
+                subject_type="session",
+                subject_id=session.pk,
+                actor=actor.label,
+                payload={"agent": agent.slug, "intent": intent[:500], "status": status},
+            )
+    except IntegrityError:
+        # Another request opened the same id between our look and our insert.
+        existing = AgentSession.objects.filter(pk=session_id).first()
+        if existing is None:
+            raise
+        return _session_reopen(actor=actor, agent=agent, session=existing), False
+    return session, True
+
+
+def _session_reopen(*, actor: Actor, agent: Agent, session: AgentSession) -> AgentSession:
+    if session.agent_id != agent.pk or not actor.owns(session.agent_id):
+        raise DomainError(f"Session {session.pk!r} already exists and belongs to another agent.", code="conflict")
+    return session
+
+
+@transaction.atomic
+def session_transition(
+    *, actor: Actor, session: AgentSession, status: str, reason: str = ""
+) -> tuple[AgentSession, bool]:
+    """Move a session along its status machine; True if it moved.
+
+    Locks the session row. Asking for the status it already has is a no-op, so a retried
+    request is safe; any move the machine does not allow is a 409 naming the allowed ones.
+    """
+    if status not in Status.values:
+        raise DomainError(f"Unknown status {status!r}; one of {', '.join(Status.values)}.", code="invalid")
+    session = AgentSession.objects.select_for_update().get(pk=session.pk)
+    if session.status == status:
+        return session, False
+    allowed = ALLOWED_TRANSITIONS[session.status]
+    if status not in allowed:
+        raise DomainError(
+            f"Cannot move session from {session.status!r} to {status!r}; allowed: "
+            + (", ".join(allowed) if allowed else f"none, {session.status!r} is final")
+            + ".",
+            code="conflict",
+            extra={"allowed": list(allowed), "current": session.status},
+        )
+    previous = session.status
+    now = timezone.now()
+    session.status = status
+    update_fields = ["status", "updated_at"]
+    if status in AgentSession.TERMINAL:
+        session.ended_at = now
+        update_fields.append("ended_at")
+    session.save(update_fields=update_fields)
+    _append_system_event(
+        session=session, type=StreamEvent.Type.STATUS_CHANGE, payload={"from": previous, "to": status, "reason": reason}
+    )
+    event_record(
+        name="session.ended" if session.ended_at else "session.status_changed",
+        subject_type="session",
+        subject_id=session.pk,
+        actor=actor.label,
+        payload={"from": previous, "to": status, "reason": reason[:500]},
+    )
+    return session, True
+
+
+def session_heartbeat(*, session: AgentSession) -> AgentSession:
+    now = timezone.now()
+    AgentSession.objects.filter(pk=session.pk).update(last_heartbeat_at=now)
+    Agent.objects.filter(pk=session.agent_id).update(last_heartbeat_at=now)
+    session.last_heartbeat_at = now
+    return session
+
+
+def _require_open(session: AgentSession) -> None:
+    if session.is_terminal:
+        raise DomainError(f"Session {session.pk!r} is {session.status}; it takes no new records.", code="conflict")
+
+
+def _allocate_seqs(*, session_pk: str, field: str, count: int) -> int:
+    """Reserve ``count`` sequence numbers; returns the first. Caller must be in a transaction.
+
+    The UPDATE locks the session row until commit, so concurrent writers to one session
+    get disjoint, increasing ranges.
+    """
+    AgentSession.objects.filter(pk=session_pk).update(**{field: F(field) + count})
+    last = AgentSession.objects.filter(pk=session_pk).values_list(field, flat=True).get()
+    return last - count + 1
+
+
+def _append_system_event(*, session: AgentSession, type: str, payload: dict) -> StreamEvent:
+    seq = _allocate_seqs(session_pk=session.pk, field="last_event_seq", count=1)
+    return StreamEvent.objects.create(session=session, seq=seq, type=type, payload=payload, timestamp=timezone.now())
+
+
+def session_records_write(
+    *,
+    model,
+    session: AgentSession,
+    items: list[IncomingItem],
+    create_rows: Callable[[list[IncomingItem]], list[Any]],
+) -> list[ItemResult]:
+    """Store the new items of a write in one transaction; replays answer with what was stored.
+
+    A concurrent request that stores the same client id first makes our insert fail the
+    unique constraint; the whole write is then retried and sees it as a replay.
+    """
+    for attempt in range(WRITE_RETRIES):
+        try:
+            with transaction.atomic():
+                client_ids = [item.client_id for item in items if item.client_id is not None]
+                existing = {}
+                if client_ids:
+                    existing = {
+                        row.client_id: row for row in model.objects.filter(session=session, client_id__in=client_ids)
+                    }
+                fresh, results = resolve_replays(existing=existing, items=items)
+                if fresh:
+                    _require_open(session)
+                created = create_rows(fresh) if fresh else []
+        except IntegrityError:
+            if attempt == WRITE_RETRIES - 1:
+                raise
+            continue
+        by_index = {item.index: row for item, row in zip(fresh, created, strict=True)}
+        results.extend(ItemResult(index=item.index, status=201, obj=by_index[item.index]) for item in fresh)
+        for result in results:
+            if isinstance(result.obj, tuple) and result.obj[0] == "same_as":
+                result.obj = by_index[result.obj[1]]
+        return sorted(results, key=lambda r: r.index)
+    raise AssertionError("unreachable")
+
+
+def stream_events_append(*, session: AgentSession, items: list[IncomingItem]) -> list[ItemResult]:
+    """Append events with increasing per-session seq numbers, in the order given."""
+
+    def create(fresh: list[IncomingItem]) -> list[StreamEvent]:
+        first = _allocate_seqs(session_pk=session.pk, field="last_event_seq", count=len(fresh))
+        now = timezone.now()
+        rows = [
+            StreamEvent(
+                session=session,
+                seq=first + offset,
+                type=item.data["type"],
+                payload=item.data.get("payload") or {},
+                timestamp=item.data.get("timestamp") or now,
+                client_id=item.client_id,
+                body_sha256=item.body_sha256,
+            )
+            for offset, item in enumerate(fresh)
+        ]
+        return StreamEvent.objects.bulk_create(rows)
+
+    return session_records_write(model=StreamEvent, session=session, items=items, create_rows=create)
+
+
+def checkpoint_save(*, session: AgentSession, item: IncomingItem) -> ItemResult:
+    state = item.data["state"]
+    size = len(json.dumps(state, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    if size > settings.CHECKPOINT_MAX_BYTES:
+        raise DomainError(
+            f"Checkpoint state is {size} bytes; the limit is {settings.CHECKPOINT_MAX_BYTES}.", code="too_large"
+        )
+
+    def create(fresh: list[IncomingItem]) -> list[Checkpoint]:
+        seq = _allocate_seqs(session_pk=session.pk, field="last_checkpoint_seq", count=1)
+        return [
+            Checkpoint.objects.create(
+                session=session,
+                seq=seq,
+                state=state,
+                size_bytes=size,
+                client_id=item.client_id,
+                body_sha256=item.body_sha256,
+            )
+        ]
+
+    return session_records_write(model=Checkpoint, session=session, items=[item], create_rows=create)[0]
+
+
+def milestone_record(*, actor: Actor, session: AgentSession, item: IncomingItem) -> ItemResult:
+    text = item.data["text"]
+
+    def create(fresh: list[IncomingItem]) -> list[Milestone]:
+        milestone = Milestone.objects.create(
+            session=session, text=text, client_id=item.client_id, body_sha256=item.body_sha256
+        )
+        _append_system_event(
+            session=session, type=StreamEvent.Type.MILESTONE, payload={"text": text, "milestone": milestone.pk}
+        )
+        return [milestone]
+
+    return session_records_write(model=Milestone, session=session, items=[item], create_rows=create)[0]

@@ -1,0 +1,75 @@
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from sessions_app.keys import api_key_create
+from sessions_app.models import AgentApiKey
+from tests.factories import AgentFactory, SessionFactory, UserFactory
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache():
+    # Throttle counters live in the cache; a test must not inherit another's.
+    cache.clear()
+    yield
+
+
+def _client_for(agent, scopes=None) -> APIClient:
+    issued = api_key_create(agent=agent, scopes=scopes)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.key}")
+    client.agent = agent
+    client.key = issued.key
+    client.api_key = issued.api_key
+    return client
+
+
+@pytest.fixture
+def agent(db):
+    return AgentFactory(slug="claude-1")
+
+
+@pytest.fixture
+def other_agent(db):
+    return AgentFactory(slug="codex-2")
+
+
+@pytest.fixture
+def agent_client(agent) -> APIClient:
+    """An API client authenticated with a key of ``agent``."""
+    return _client_for(agent)
+
+
+@pytest.fixture
+def orchestrator_client(db) -> APIClient:
+    return _client_for(
+        AgentFactory(slug="orchestrator"), scopes=[AgentApiKey.Scope.AGENT, AgentApiKey.Scope.ORCHESTRATE]
+    )
+
+
+@pytest.fixture
+def other_client(other_agent) -> APIClient:
+    """A client for another agent, to prove it is refused."""
+    return _client_for(other_agent)
+
+
+@pytest.fixture
+def make_agent_client(db):
+    return _client_for
+
+
+@pytest.fixture
+def staff_user(db):
+    return UserFactory(username="engineer", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def staff_client(staff_user) -> APIClient:
+    client = APIClient(enforce_csrf_checks=False)
+    client.force_login(staff_user)
+    return client
+
+
+@pytest.fixture
+def session(agent):
+    return SessionFactory(agent=agent, id="sess-1")
