@@ -62,19 +62,28 @@ def task_create(
         raise DomainError("Creating tasks needs staff or an agent key with the 'orchestrate' scope.", code="forbidden")
     if status not in (Task.Status.BACKLOG, Task.Status.READY, Task.Status.BLOCKED):
         raise DomainError("A new task starts in backlog, ready or blocked.")
-    task = Task.objects.create(
-        title=title,
-        description=description,
-        status=status,
-        priority=priority,
-        rank=_next_rank(status),
-        labels=labels or [],
-        campaign=campaign,
-        suggested_agent=suggested_agent,
-        source_file=source_file,
-        source_key=source_key,
-        external_id=external_id,
-    )
+    try:
+        # A savepoint, so a duplicate identity is a 409 and not a broken outer transaction.
+        with transaction.atomic():
+            task = Task.objects.create(
+                title=title,
+                description=description,
+                status=status,
+                priority=priority,
+                rank=_next_rank(status),
+                labels=labels or [],
+                campaign=campaign,
+                suggested_agent=suggested_agent,
+                source_file=source_file,
+                source_key=source_key,
+                external_id=external_id,
+            )
+    except IntegrityError:
+        raise DomainError(
+            "A task with this external_id or source_key already exists.",
+            code="conflict",
+            extra={"errors": {"external_id": ["Already used by another task."]}} if external_id else None,
+        ) from None
     _task_event("task.created", task, actor)
     return task
 

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
+from kombu import Connection
 
 
 def _check_database() -> None:
@@ -17,10 +18,9 @@ def _check_database() -> None:
 
 
 def _check_broker() -> None:
-    from config.celery_app import app
-
-    with app.connection_for_write() as conn:
-        conn.ensure_connection(max_retries=1, timeout=2)
+    options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {})
+    with Connection(settings.CELERY_BROKER_URL, transport_options=options, connect_timeout=2) as conn:
+        conn.ensure_connection(max_retries=1, interval_start=0, timeout=2)
 
 
 def _check_channel_layer() -> None:

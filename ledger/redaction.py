@@ -72,6 +72,6 @@ def summarize(value: Any, *, max_chars: int) -> str:
         text = json.dumps(_redact_structure(value), ensure_ascii=False, sort_keys=True, default=str)
     text = _redact_text(text)
     if len(text) > max_chars:
-        marker = f"… [{len(text) - max_chars} more chars]"
-        text = text[: max(0, max_chars - len(marker))] + marker
+        keep = max(0, max_chars - len(f"… [{len(text)} more chars]"))
+        text = text[:keep] + f"… [{len(text) - keep} more chars]"
     return text

@@ -14,7 +14,7 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     username = factory.Sequence(lambda n: f"person{n}")
     email = factory.LazyAttribute(lambda o: f"{o.username}@example.com")
-    password = factory.PostGenerationMethodCall("set_password", "pass-word-123")
+    password = factory.django.Password("pass-word-123")
 
 
 class AgentFactory(factory.django.DjangoModelFactory):

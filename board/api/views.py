@@ -57,7 +57,8 @@ class TaskClaimNextView(APIView):
     def post(self, request):
         actor = actor_from_request(request)
         agent = _claiming_agent(actor)
-        data = validate_input(s.ClaimNextInput, request.data or {})
+        # No `request.data or {}`: an empty body already parses to {}, and `or` would let [] or null through.
+        data = validate_input(s.ClaimNextInput, request.data)
         campaign = selectors.campaign_get(campaign_id=data["campaign"]) if "campaign" in data else None
         session = _optional_session(actor, data.get("session"))
         task = services.task_claim_next(actor=actor, agent=agent, session=session, campaign=campaign)
@@ -75,7 +76,7 @@ class TaskClaimView(APIView):
     def post(self, request, task_id: int):
         actor = actor_from_request(request)
         agent = _claiming_agent(actor)
-        data = validate_input(s.ClaimInput, request.data or {})
+        data = validate_input(s.ClaimInput, request.data)
         task = selectors.task_get(task_id=task_id)
         session = _optional_session(actor, data.get("session"))
         task, _ = services.task_claim(actor=actor, agent=agent, task=task, session=session)
@@ -86,7 +87,7 @@ class TaskReleaseView(APIView):
     @extend_schema(request=None, responses=s.TaskOutput, summary="Give a claimed task back to ready")
     def post(self, request, task_id: int):
         actor = actor_from_request(request)
-        validate_input(s.StrictSerializer, request.data or {})
+        validate_input(s.StrictSerializer, request.data)
         task, _ = services.task_release(actor=actor, task=selectors.task_get(task_id=task_id))
         return Response(s.TaskOutput(task).data)
 
@@ -95,7 +96,7 @@ class TaskCompleteView(APIView):
     @extend_schema(request=s.CompleteInput, responses=s.TaskOutput, summary="Finish a claimed task")
     def post(self, request, task_id: int):
         actor = actor_from_request(request)
-        data = validate_input(s.CompleteInput, request.data or {})
+        data = validate_input(s.CompleteInput, request.data)
         task, _ = services.task_complete(actor=actor, task=selectors.task_get(task_id=task_id), review=data["review"])
         return Response(s.TaskOutput(task).data)
 

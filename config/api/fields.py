@@ -30,14 +30,43 @@ class Int64Field(serializers.IntegerField):
         super().__init__(**kwargs)
 
 
+def _wrong_type(field: serializers.Field, value) -> str | None:
+    """What is wrong with the JSON type of ``value`` for ``field``, or None.
+
+    DRF coerces 12 to "12" and "12" to 12; an agent that sends the wrong type has a
+    bug, and silently coercing it hides that.
+    """
+    if value is None:
+        return None  # allow_null decides
+    if isinstance(field, serializers.BooleanField):
+        return None if isinstance(value, bool) else "Must be true or false."
+    if isinstance(field, serializers.IntegerField):
+        return None if isinstance(value, int) and not isinstance(value, bool) else "Must be an integer."
+    if isinstance(field, serializers.CharField | serializers.ChoiceField):
+        return None if isinstance(value, str) else "Must be a string."
+    if isinstance(field, serializers.ListField):
+        if not isinstance(value, list):
+            return "Must be a list."
+        for item in value:
+            problem = _wrong_type(field.child, item)
+            if problem:
+                return f"Each item: {problem[0].lower()}{problem[1:]}"
+    return None
+
+
 class StrictSerializer(serializers.Serializer):
-    """An input serializer that refuses fields it does not know, so typos are not ignored."""
+    """An input serializer that refuses unknown fields and values of the wrong JSON type."""
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+            errors = {name: ["Unknown field."] for name in sorted(set(data) - set(self.fields))}
+            for name, field in self.fields.items():
+                if name in data:
+                    problem = _wrong_type(field, data[name])
+                    if problem:
+                        errors[name] = [problem]
+            if errors:
+                raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
 
 

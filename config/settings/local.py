@@ -6,3 +6,6 @@ from .base import *  # noqa: F403
 
 DEBUG = env_bool("DEBUG", True)
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
+# Serve static files from the apps' folders, no collectstatic needed.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

@@ -95,12 +95,16 @@ class TransitionInput(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
 
 
-class _SizeCappedJSON(serializers.JSONField):
+class _SizeCappedJSONObject(serializers.JSONField):
+    """A JSON object whose serialised size is capped by a setting (413 beyond it)."""
+
     def __init__(self, *, limit_setting: str, **kwargs):
         self.limit_setting = limit_setting
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
         limit = getattr(settings, self.limit_setting)
         size = len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
         if size > limit:
@@ -111,7 +115,7 @@ class _SizeCappedJSON(serializers.JSONField):
 class StreamEventInput(StrictSerializer):
     id = ClientIdField()
     type = serializers.ChoiceField(choices=StreamEvent.Type.choices)
-    payload = _SizeCappedJSON(limit_setting="EVENT_PAYLOAD_MAX_BYTES", required=False, default=dict)
+    payload = _SizeCappedJSONObject(limit_setting="EVENT_PAYLOAD_MAX_BYTES", required=False, default=dict)
     timestamp = AwareDateTimeField(required=False, help_text="When it happened; defaults to when it was received.")
 
 

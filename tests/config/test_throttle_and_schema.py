@@ -1,0 +1,57 @@
+import pytest
+import yaml
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_key_over_its_rate_gets_429_with_retry_after(agent_client, settings):
+    settings.API_KEY_THROTTLE_RATE = "5/min"
+
+    codes = [agent_client.get("/api/v1/agents/me/").status_code for _ in range(7)]
+
+    assert codes == [200] * 5 + [429] * 2
+    response = agent_client.get("/api/v1/agents/me/")
+    assert int(response["Retry-After"]) >= 1
+    assert "message" in response.json()
+
+
+def test_keys_are_throttled_separately(agent_client, other_client, settings):
+    settings.API_KEY_THROTTLE_RATE = "2/min"
+    for _ in range(3):
+        agent_client.get("/api/v1/agents/me/")
+
+    assert other_client.get("/api/v1/agents/me/").status_code == 200
+
+
+def test_schema_documents_the_spec_paths(client, tmp_path):
+    target = tmp_path / "schema.yml"
+    call_command("spectacular", "--file", str(target), "--fail-on-warn")
+
+    paths = yaml.safe_load(target.read_text())["paths"]
+    for path, method in [
+        ("/api/v1/agents/me/", "get"),
+        ("/api/v1/agents/me/heartbeat/", "post"),
+        ("/api/v1/sessions/", "post"),
+        ("/api/v1/sessions/{session_id}/transition/", "post"),
+        ("/api/v1/sessions/{session_id}/resume/", "get"),
+        ("/api/v1/sessions/{session_id}/events/", "post"),
+        ("/api/v1/sessions/{session_id}/events/", "get"),
+        ("/api/v1/sessions/{session_id}/tool-calls/", "post"),
+        ("/api/v1/tool-calls/{tool_call_id}/", "patch"),
+        ("/api/v1/sessions/{session_id}/checkpoints/", "post"),
+        ("/api/v1/sessions/{session_id}/milestones/", "post"),
+        ("/api/v1/tasks/", "get"),
+        ("/api/v1/tasks/claim-next/", "post"),
+        ("/api/v1/tasks/{task_id}/claim/", "post"),
+        ("/api/v1/tasks/{task_id}/fail/", "post"),
+        ("/api/v1/campaigns/", "post"),
+    ]:
+        assert method in paths[path], path
+    claim_next = paths["/api/v1/tasks/claim-next/"]["post"]["responses"]
+    assert set(claim_next) >= {"200", "204"}
+
+
+def test_schema_and_docs_are_served(client):
+    assert client.get("/api/schema/").status_code == 200
+    assert client.get("/api/docs/").status_code == 200
