@@ -35,9 +35,7 @@ def _load_created(obj, created) -> None:
 
 
 class TaskCreateForm(forms.ModelForm):
-    status = forms.ChoiceField(
-        choices=[(s.value, s.label) for s in NEW_TASK_STATUSES], initial=Task.Status.READY
-    )
+    status = forms.ChoiceField(choices=[(s.value, s.label) for s in NEW_TASK_STATUSES], initial=Task.Status.READY)
 
     class Meta:
         model = Task
@@ -70,7 +68,7 @@ class TaskAdmin(admin.ModelAdmin):
         "priority",
         "rank",
         "assignee",
-        "session_id",
+        "session_ref",
         "campaign",
         "retries",
         "updated_at",
@@ -119,8 +117,8 @@ class TaskAdmin(admin.ModelAdmin):
         return self.inlines if obj is not None else ()
 
     @admin.display(description="session", ordering="session")
-    def session_id(self, obj):
-        return obj.session_id or "—"
+    def session_ref(self, obj):
+        return obj.session_id or "—"  # the id is the session's name: no join needed
 
     def save_model(self, request, obj, form, change):
         if change:
@@ -221,7 +219,9 @@ class CampaignAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return (
-            super().get_queryset(request).annotate(task_total=_count_of(Task, "campaign"), lead_total=_count_of(Lead, "campaign"))
+            super()
+            .get_queryset(request)
+            .annotate(task_total=_count_of(Task, "campaign"), lead_total=_count_of(Lead, "campaign"))
         )
 
     def get_fields(self, request, obj=None):

@@ -79,10 +79,12 @@ def task_create(
                 external_id=external_id,
             )
     except IntegrityError:
+        identity = {"external_id": external_id, "source_key": source_key}
+        taken = [name for name, value in identity.items() if value and Task.objects.filter(**{name: value}).exists()]
         raise DomainError(
-            "A task with this external_id or source_key already exists.",
+            f"A task with this {' and '.join(taken) or 'identity'} already exists.",
             code="conflict",
-            extra={"errors": {"external_id": ["Already used by another task."]}} if external_id else None,
+            extra={"errors": {name: ["Already used by another task."] for name in taken}},
         ) from None
     _task_event("task.created", task, actor)
     return task
@@ -106,11 +108,13 @@ def _claim(*, task_id: int, agent: Agent, session: AgentSession | None, actor: A
     return task
 
 
-def _check_session(*, agent: Agent, session: AgentSession | None) -> None:
+def _check_claimant(*, agent: Agent, session: AgentSession | None) -> None:
     if session is not None and session.agent_id != agent.pk:
         raise DomainError("The session belongs to another agent.", code="forbidden")
     if session is not None and session.is_terminal:
         raise DomainError(f"Session {session.pk!r} is {session.status}.", code="conflict")
+    if agent.status == Agent.Status.PAUSED:
+        raise DomainError(f"Agent {agent.slug!r} is paused and takes no work.", code="conflict")
 
 
 def task_claim_next(
@@ -122,9 +126,7 @@ def task_claim_next(
     with SKIP LOCKED so claimants don't queue on one row; on SQLite the IMMEDIATE
     transaction already serialises writers.
     """
-    _check_session(agent=agent, session=session)
-    if agent.status == Agent.Status.PAUSED:
-        raise DomainError(f"Agent {agent.slug!r} is paused and takes no work.", code="conflict")
+    _check_claimant(agent=agent, session=session)
     for _ in range(CLAIM_ATTEMPTS):
         try:
             with transaction.atomic():
@@ -149,7 +151,7 @@ def task_claim_next(
 
 def task_claim(*, actor: Actor, agent: Agent, task: Task, session: AgentSession | None = None) -> tuple[Task, bool]:
     """Claim this task; True if this call claimed it. Claiming what you already hold is a no-op."""
-    _check_session(agent=agent, session=session)
+    _check_claimant(agent=agent, session=session)
     try:
         with transaction.atomic():
             claimed = _claim(task_id=task.pk, agent=agent, session=session, actor=actor)

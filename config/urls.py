@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("sessions_app.api.urls")),
     path("", include("ledger.api.urls")),
     path("", include("board.api.urls")),
+    path("", include("workspaces.api.urls")),
 ]
 
 urlpatterns = [
@@ -21,3 +22,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
+
+handler404 = "config.api.handlers.not_found"
+handler500 = "config.api.handlers.server_error"

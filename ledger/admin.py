@@ -25,7 +25,9 @@ class ToolInvocationAdmin(ReadOnlyAdmin):
     search_fields = ("tool_name", "=session__id", "=client_id", "=input_sha256")
     ordering = ("-started_at", "-id")
     date_hierarchy = "started_at"
-    show_full_result_count = False  # a big table: skip the second COUNT(*)
+    # a big table: no second COUNT(*) for the unfiltered total, no per-filter counts
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
     fieldsets = (
         (None, {"fields": ("tool_name", "session", "agent", "status", "client_id")}),
         ("Input and output (redacted)", {"fields": ("input_summary", "input_sha256", "output_summary", "error")}),
@@ -45,6 +47,7 @@ class EventAdmin(ReadOnlyAdmin):
     ordering = ("-created_at", "-id")
     date_hierarchy = "created_at"
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
     fields = ("name", "subject_type", "subject_id", "actor", "created_at", "payload_pretty")
     readonly_fields = ("payload_pretty",)
 

@@ -9,6 +9,7 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import models
 from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone
@@ -234,7 +235,8 @@ class AgentSessionAdmin(admin.ModelAdmin):
     search_fields = ("id", "intent", "agent__slug", "repo", "branch")
     ordering = ("-created_at",)
     date_hierarchy = "created_at"
-    raw_id_fields = ("parent", "task")
+    raw_id_fields = ("parent", "task", "workspace")
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # Django 6 default; quiets a warning
     readonly_fields = (
         "id",
         "agent",
@@ -251,7 +253,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
     )
     fieldsets = (
         (None, {"fields": ("id", "agent", "status", "intent", "labels", "metadata")}),
-        ("Work", {"fields": ("task", "parent", "repo", "branch", "pr_url")}),
+        ("Work", {"fields": ("task", "parent", "workspace", "repo", "branch", "pr_url")}),
         (
             "Times and counters",
             {
@@ -334,7 +336,9 @@ class StreamEventAdmin(ReadOnlyAdmin):
     list_filter = ("type",)
     search_fields = ("=session__id", "=client_id")
     ordering = ("-id",)
-    show_full_result_count = False  # the biggest table: skip the second COUNT(*)
+    # the biggest table: no second COUNT(*) for the unfiltered total, no per-filter counts
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
     fields = ("session", "seq", "type", "timestamp", "created_at", "client_id", "body_sha256", "payload_pretty")
     readonly_fields = ("payload_pretty",)
 

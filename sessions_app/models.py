@@ -89,6 +89,9 @@ class AgentSession(TimeStampedModel):
     pr_url = models.URLField(max_length=500, blank=True)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
     task = models.ForeignKey("board.Task", null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions")
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions"
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)

@@ -15,7 +15,7 @@ RESUME_MILESTONES = 20
 
 def session_get_for_actor(*, actor: Actor, session_id: str, for_update: bool = False) -> AgentSession:
     """The session, if it exists (404) and the actor may touch it (403)."""
-    queryset = AgentSession.objects.select_related("agent")
+    queryset = AgentSession.objects.select_related("agent", "workspace")
     if for_update:
         queryset = queryset.select_for_update()
     session = queryset.filter(pk=session_id).first()
@@ -27,7 +27,7 @@ def session_get_for_actor(*, actor: Actor, session_id: str, for_update: bool = F
 
 
 def session_list_for_actor(*, actor: Actor) -> QuerySet[AgentSession]:
-    queryset = AgentSession.objects.select_related("agent").order_by("-created_at", "id")
+    queryset = AgentSession.objects.select_related("agent", "workspace").order_by("-created_at", "id")
     if actor.is_staff:
         return queryset
     return queryset.filter(agent=actor.agent)

@@ -16,6 +16,7 @@ from config.idempotency import IncomingItem, ItemResult, resolve_replays
 from ledger.events import event_record
 from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
+from workspaces.services import workspace_create_for_session, workspace_discard_empty, workspace_shared
 
 Status = AgentSession.Status
 
@@ -62,14 +63,20 @@ def session_open(
     parent: AgentSession | None = None,
     task=None,
     status: str = Status.PLANNING,
+    workspace_kind: str = "session",
 ) -> tuple[AgentSession, bool]:
-    """Open a session, or return the one already open under this id (True when created).
+    """Open a session with its workspace, or return the one already open under this id
+    (True when created).
 
     Re-opening an existing id with the same agent is how a crashed agent resumes; an id
-    that belongs to another agent is a conflict.
+    that belongs to another agent is a conflict. ``workspace_kind`` is ``session`` (a new
+    folder of its own) or ``shared`` (the flat default workspace).
     """
     if status not in (Status.PLANNING, Status.RUNNING):
         raise DomainError("A session starts as 'planning' or 'running'.", code="invalid")
+    if workspace_kind not in ("session", "shared"):
+        raise DomainError("workspace must be 'session' or 'shared'.")
+    generated = session_id is None
     if session_id is None:
         session_id = session_generate_id()
     elif not SESSION_ID_RE.match(session_id):
@@ -82,9 +89,16 @@ def session_open(
         return _session_reopen(actor=actor, agent=agent, session=existing), False
 
     now = timezone.now()
+    workspace = None
     try:
         with transaction.atomic():
+            if workspace_kind == "shared":
+                workspace = workspace_shared()
+            else:
+                # The folder name is the server's: a client-chosen id never becomes a path.
+                workspace = workspace_create_for_session(folder_name=session_id if generated else None)
             session = AgentSession.objects.create(
+                workspace=workspace,
                 id=session_id,
                 agent=agent,
                 status=status,
@@ -108,6 +122,8 @@ def session_open(
             )
     except IntegrityError:
         # Another request opened the same id between our look and our insert.
+        if workspace is not None and workspace.kind == "session":
+            workspace_discard_empty(workspace=workspace)
         existing = AgentSession.objects.filter(pk=session_id).first()
         if existing is None:
             raise

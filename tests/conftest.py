@@ -8,6 +8,20 @@ from tests.factories import AgentFactory, SessionFactory, UserFactory
 
 
 @pytest.fixture(autouse=True)
+def file_roots(settings, tmp_path):
+    """Every file root of SPEC §4 in a fresh temporary folder, so tests never touch var/."""
+    roots = {}
+    for name in ("WORKSPACE_ROOT", "SAVED_REPORTS_ROOT", "STATE_DIR", "LOGS_ROOT", "REPORTS_DIR", "TASK_DEFS_DIR", "ARCHIVE_ROOT"):
+        roots[name] = tmp_path / "roots" / name.lower()
+        roots[name].mkdir(parents=True)
+        setattr(settings, name, roots[name])
+    roots["EXPORT_ROOT"] = tmp_path / "roots" / "exports"
+    roots["EXPORT_ROOT"].mkdir()
+    settings.EXPORT_ROOTS = [roots["EXPORT_ROOT"]]
+    return roots
+
+
+@pytest.fixture(autouse=True)
 def _clear_cache():
     # Throttle counters live in the cache; a test must not inherit another's.
     cache.clear()

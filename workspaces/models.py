@@ -11,6 +11,9 @@ from config.models import TimeStampedModel
 
 
 class Workspace(TimeStampedModel):
+    """A folder agents write into. A session workspace belongs to one session; the shared
+    flat workspace is used by every session opened with ``"workspace": "shared"``."""
+
     class Kind(models.TextChoices):
         SESSION = "session", "Session folder"  # WORKSPACE_ROOT/session_<ts>_<uuid8>/
         SHARED = "shared", "Shared flat folder"  # WORKSPACE_ROOT/default/, files at its root only
@@ -24,9 +27,6 @@ class Workspace(TimeStampedModel):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     root_path = models.CharField(max_length=4096, unique=True, help_text="Chosen by the server, never by a client.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
-    session = models.OneToOneField(
-        "sessions_app.AgentSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="workspace"
-    )
     ephemeral = models.BooleanField(default=False)
     retention_days = models.PositiveIntegerField(null=True, blank=True, help_text="Overrides the default retention.")
     archive_location = models.CharField(max_length=1024, blank=True)

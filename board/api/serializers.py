@@ -4,27 +4,6 @@ from board.models import Campaign, Lead, Task
 from config.api.fields import StrictSerializer
 
 
-class _StringOnly:
-    """DRF's CharField turns 42 into "42"; a number or a boolean where text belongs is a client bug."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class TextField(_StringOnly, serializers.CharField):
-    pass
-
-
-class SlugTextField(_StringOnly, serializers.SlugField):
-    pass
-
-
-class EmailTextField(_StringOnly, serializers.EmailField):
-    pass
-
-
 class TaskOutput(serializers.ModelSerializer):
     assignee = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     session = serializers.PrimaryKeyRelatedField(read_only=True)
@@ -56,25 +35,25 @@ class TaskOutput(serializers.ModelSerializer):
 
 
 class TaskCreateInput(StrictSerializer):
-    title = TextField(max_length=500)
-    description = TextField(required=False, allow_blank=True, max_length=100_000, default="")
+    title = serializers.CharField(max_length=500)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="")
     status = serializers.ChoiceField(choices=["backlog", "ready", "blocked"], required=False, default="ready")
     priority = serializers.ChoiceField(choices=Task.Priority.choices, required=False, default="P2")
     labels = serializers.ListField(
-        child=TextField(max_length=100), required=False, max_length=50, default=list
+        child=serializers.CharField(max_length=100), required=False, max_length=50, default=list
     )
     campaign = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
-    suggested_agent = SlugTextField(required=False, allow_blank=True, max_length=64, default="")
-    external_id = TextField(required=False, allow_blank=True, max_length=200, default="")
+    suggested_agent = serializers.SlugField(required=False, allow_blank=True, max_length=64, default="")
+    external_id = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
 
 
 class ClaimNextInput(StrictSerializer):
-    session = TextField(required=False, max_length=128, help_text="The session that will work on it.")
+    session = serializers.CharField(required=False, max_length=128, help_text="The session that will work on it.")
     campaign = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
 
 
 class ClaimInput(StrictSerializer):
-    session = TextField(required=False, max_length=128)
+    session = serializers.CharField(required=False, max_length=128)
 
 
 class CompleteInput(StrictSerializer):
@@ -82,7 +61,7 @@ class CompleteInput(StrictSerializer):
 
 
 class FailInput(StrictSerializer):
-    error = TextField(max_length=100_000)
+    error = serializers.CharField(max_length=100_000)
     retry = serializers.BooleanField(required=False, default=False, help_text="Put it back in ready for another try.")
 
 
@@ -119,9 +98,9 @@ class CampaignOutput(serializers.ModelSerializer):
 
 
 class LeadInput(StrictSerializer):
-    name = TextField(max_length=200)
-    company = TextField(required=False, allow_blank=True, max_length=200, default="")
-    email = EmailTextField(required=False, allow_blank=True, default="")
+    name = serializers.CharField(max_length=200)
+    company = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    email = serializers.EmailField(required=False, allow_blank=True, default="")
     status = serializers.ChoiceField(choices=Lead.Status.choices, required=False, default="new")
     score = serializers.IntegerField(required=False, min_value=-1_000_000, max_value=1_000_000, default=0)
 
@@ -129,14 +108,14 @@ class LeadInput(StrictSerializer):
 class CampaignCreateInput(StrictSerializer):
     """The campaign definition format of SPEC §5; only ``type`` is required."""
 
-    type = TextField(max_length=100)
-    name = TextField(required=False, allow_blank=True, max_length=200, default="")
-    priority = TextField(required=False, max_length=20, help_text="P0-P3, or critical/high/medium/low.")
+    type = serializers.CharField(max_length=100)
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    priority = serializers.CharField(required=False, max_length=20, help_text="P0-P3, or critical/high/medium/low.")
     deliverables = serializers.ListField(
-        child=TextField(max_length=200), required=False, max_length=500, default=list
+        child=serializers.CharField(max_length=200), required=False, max_length=500, default=list
     )
-    target_audience = TextField(required=False, allow_blank=True, max_length=500, default="")
-    goal = TextField(required=False, allow_blank=True, max_length=10_000, default="")
+    target_audience = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+    goal = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
     starts_on = serializers.DateField(required=False)
     ends_on = serializers.DateField(required=False)
     leads = LeadInput(many=True, required=False)

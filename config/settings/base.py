@@ -222,3 +222,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
 }
+
+# --- Workspaces -----------------------------------------------------------------------------
+FILE_UPLOAD_MAX_BYTES = env_int("FILE_UPLOAD_MAX_BYTES", 5 * 1024**3, minimum=1)
+SHARED_WORKSPACE_NAME = "default"

@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from config.api.fields import AwareDateTimeField, ClientIdField, StrictSerializer
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
+from workspaces.api.serializers import WorkspaceOutput
 
 
 # --- output -----------------------------------------------------------------------------
@@ -18,6 +19,7 @@ class SessionOutput(serializers.ModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     parent = serializers.PrimaryKeyRelatedField(read_only=True)
     task = serializers.PrimaryKeyRelatedField(read_only=True)
+    workspace = WorkspaceOutput(read_only=True, allow_null=True)
 
     class Meta:
         model = AgentSession
@@ -26,6 +28,7 @@ class SessionOutput(serializers.ModelSerializer):
             "agent",
             "status",
             "intent",
+            "workspace",
             "labels",
             "metadata",
             "repo",
@@ -88,6 +91,12 @@ class SessionCreateInput(StrictSerializer):
     parent = serializers.CharField(required=False, max_length=128, help_text="Parent session id (orchestrator).")
     task = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
     status = serializers.ChoiceField(choices=["planning", "running"], required=False, default="planning")
+    workspace = serializers.ChoiceField(
+        choices=["session", "shared"],
+        required=False,
+        default="session",
+        help_text="session: a folder of its own; shared: the flat default workspace.",
+    )
 
 
 class TransitionInput(StrictSerializer):

@@ -98,6 +98,7 @@ class SessionListCreateView(ListAPIView):
             parent=parent,
             task=task,
             status=data["status"],
+            workspace_kind=data["workspace"],
         )
         return Response(s.SessionOutput(session).data, status=201 if created else 200)
 

@@ -11,7 +11,10 @@ from ledger.redaction import REDACTED, summarize
         ("key sk-ant-api03-aaaaaaaaaaaaaaaaaaaaaaaa", "sk-ant-api03-aaaaaaaaaaaaaaaaaaaaaaaa"),
         ("mysql -u root --password=hunter2 db", "hunter2"),
         ("DB_PASSWORD: s3cr3t!", "s3cr3t!"),
-        ("git clone https://user:ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+        (
+            "git clone https://user:ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        ),
         ("postgres://app:pa55word@db:5432/x", "pa55word"),
         ("AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNOP"),
         ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA"),

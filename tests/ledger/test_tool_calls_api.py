@@ -16,7 +16,9 @@ def url(session) -> str:
 def test_record_a_running_call_with_a_redacted_summary_and_full_hash(agent_client, session):
     tool_input = {"command": "deploy --token=abc123secretvalue", "env": {"API_KEY": "k-123"}}
 
-    response = agent_client.post(url(session), {"id": "toolu_1", "tool_name": "Bash", "input": tool_input}, format="json")
+    response = agent_client.post(
+        url(session), {"id": "toolu_1", "tool_name": "Bash", "input": tool_input}, format="json"
+    )
 
     assert response.status_code == 201
     call = ToolInvocation.objects.get()

@@ -34,7 +34,9 @@ def test_checkpoint_retry_is_idempotent(agent_client, session):
 def test_checkpoint_over_the_size_cap_is_413_and_not_stored(agent_client, session, settings):
     settings.CHECKPOINT_MAX_BYTES = 1024
 
-    response = agent_client.post(f"/api/v1/sessions/{session.pk}/checkpoints/", {"state": {"blob": "x" * 2000}}, format="json")
+    response = agent_client.post(
+        f"/api/v1/sessions/{session.pk}/checkpoints/", {"state": {"blob": "x" * 2000}}, format="json"
+    )
 
     assert response.status_code == 413
     assert "1024" in response.json()["message"]
@@ -83,3 +85,14 @@ def test_milestone_on_another_agents_session_is_403(other_client, session):
     assert response.status_code == 403
     assert Milestone.objects.count() == 0
     assert StreamEvent.objects.count() == 0
+
+
+def test_another_agent_cannot_read_my_checkpoints_or_milestones(other_client, session):
+    Checkpoint.objects.create(session=session, seq=1, state={"secret": "plan"})
+    Milestone.objects.create(session=session, text="private")
+
+    checkpoints = other_client.get(f"/api/v1/sessions/{session.pk}/checkpoints/")
+    milestones = other_client.get(f"/api/v1/sessions/{session.pk}/milestones/")
+
+    assert (checkpoints.status_code, milestones.status_code) == (403, 403)
+    assert "plan" not in checkpoints.content.decode() and "private" not in milestones.content.decode()

@@ -189,7 +189,9 @@ def test_read_events_after_a_cursor(agent_client, session):
     assert (page1["has_more"], page3["has_more"]) == (True, False)
 
 
-@pytest.mark.parametrize("query", ["after_seq=abc", "after_seq=-1", "limit=0", "limit=5000", "after_seq=99999999999999999999"])
+@pytest.mark.parametrize(
+    "query", ["after_seq=abc", "after_seq=-1", "limit=0", "limit=5000", "after_seq=99999999999999999999"]
+)
 def test_bad_cursor_parameters_are_400(agent_client, session, query):
     assert agent_client.get(url(session) + "?" + query).status_code == 400
 
@@ -214,7 +216,14 @@ def test_concurrent_writers_to_one_session_get_distinct_increasing_seqs():
         try:
             barrier.wait()
             for i in range(10):
-                items = [IncomingItem(index=0, data={"type": "log", "payload": {"w": n, "i": i}}, body_sha256=canonical_sha256(i), client_id=f"{n}-{i}")]
+                items = [
+                    IncomingItem(
+                        index=0,
+                        data={"type": "log", "payload": {"w": n, "i": i}},
+                        body_sha256=canonical_sha256(i),
+                        client_id=f"{n}-{i}",
+                    )
+                ]
                 stream_events_append(session=session, items=items)
         except Exception as exc:  # collected and asserted below
             errors.append(exc)

@@ -128,7 +128,9 @@ class TestTransition:
         session.refresh_from_db()
         assert session.status == "completed"
         assert session.ended_at is not None
-        changes = list(StreamEvent.objects.filter(session=session, type="status_change").values_list("payload", flat=True))
+        changes = list(
+            StreamEvent.objects.filter(session=session, type="status_change").values_list("payload", flat=True)
+        )
         assert [c["to"] for c in changes] == ["waiting_for_input", "running", "completed"]
         assert Event.objects.filter(name="session.status_changed").count() == 2
         assert Event.objects.filter(name="session.ended").count() == 1
@@ -136,7 +138,9 @@ class TestTransition:
     def test_illegal_move_is_409_listing_the_allowed_ones(self, agent_client, agent):
         session = SessionFactory(agent=agent, status="planning")
 
-        response = agent_client.post(f"/api/v1/sessions/{session.pk}/transition/", {"status": "completed"}, format="json")
+        response = agent_client.post(
+            f"/api/v1/sessions/{session.pk}/transition/", {"status": "completed"}, format="json"
+        )
 
         assert response.status_code == 409
         assert response.json()["allowed"] == ["running", "failed", "cancelled"]
@@ -168,7 +172,9 @@ class TestTransition:
         assert "status" in response.json()["errors"]
 
     def test_another_agent_is_refused_and_nothing_changes(self, other_client, session):
-        response = other_client.post(f"/api/v1/sessions/{session.pk}/transition/", {"status": "cancelled"}, format="json")
+        response = other_client.post(
+            f"/api/v1/sessions/{session.pk}/transition/", {"status": "cancelled"}, format="json"
+        )
 
         assert response.status_code == 403
         session.refresh_from_db()
