@@ -216,6 +216,15 @@ def task_release(*, actor: Actor, task: Task) -> tuple[Task, bool]:
     return task, changed
 
 
+def task_claims_release_for_session(*, actor: Actor, session: AgentSession) -> int:
+    """Give back every task a session still holds (it was cancelled or failed). Returns how many."""
+    released = 0
+    for task in Task.objects.filter(session=session, status=Task.Status.IN_PROGRESS).order_by("pk"):
+        _, changed = task_release(actor=actor, task=task)
+        released += int(changed)
+    return released
+
+
 @transaction.atomic
 def task_complete(*, actor: Actor, task: Task, review: bool = False) -> tuple[Task, bool]:
     new_status = Task.Status.REVIEW if review else Task.Status.DONE

@@ -171,6 +171,11 @@ def session_transition(
     _append_system_event(
         session=session, type=StreamEvent.Type.STATUS_CHANGE, payload={"from": previous, "to": status, "reason": reason}
     )
+    if status in (Status.CANCELLED, Status.FAILED):
+        # Work the session can no longer do goes back to the board for someone else.
+        from board.services import task_claims_release_for_session
+
+        task_claims_release_for_session(actor=actor, session=session)
     event_record(
         name="session.ended" if session.ended_at else "session.status_changed",
         subject_type="session",

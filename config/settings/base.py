@@ -226,3 +226,6 @@ LOGGING = {
 # --- Workspaces -----------------------------------------------------------------------------
 FILE_UPLOAD_MAX_BYTES = env_int("FILE_UPLOAD_MAX_BYTES", 5 * 1024**3, minimum=1)
 SHARED_WORKSPACE_NAME = "default"
+# A worktree claim is a lease: renewed by the holder's heartbeat, lost after this long without one.
+WORKTREE_LEASE_TTL_SECONDS = env_int("WORKTREE_LEASE_TTL_SECONDS", 900, minimum=1)
+GIT_BINARY = env_str("GIT_BINARY", "git")

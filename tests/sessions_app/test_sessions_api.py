@@ -221,3 +221,19 @@ class TestResume:
 
     def test_another_agent_cannot_read_it(self, other_client, session):
         assert other_client.get(f"/api/v1/sessions/{session.pk}/resume/").status_code == 403
+
+
+@pytest.mark.parametrize(("status", "task_status"), [("cancelled", "ready"), ("failed", "ready"), ("completed", "in_progress")])
+def test_ending_a_session_gives_back_its_tasks_unless_it_completed(agent_client, session, agent, status, task_status):
+    held = TaskFactory()
+    other = TaskFactory()
+    task_claim(actor=Actor(agent=agent), agent=agent, task=held, session=session)
+    task_claim(actor=Actor(agent=agent), agent=agent, task=other)  # claimed outside this session
+
+    agent_client.post(f"/api/v1/sessions/{session.pk}/transition/", {"status": status}, format="json")
+
+    held.refresh_from_db()
+    other.refresh_from_db()
+    assert held.status == task_status
+    assert other.status == "in_progress"
+    assert Event.objects.filter(name="task.released").count() == (1 if task_status == "ready" else 0)
