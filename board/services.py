@@ -28,6 +28,12 @@ def priority_normalise(value: str | None, *, default: str = "P2") -> str:
     return word
 
 
+def require_orchestrator(*, actor: Actor, what: str) -> None:
+    """Staff, or an agent key with the 'orchestrate' scope; the API checks it before reading the body."""
+    if not actor.can_orchestrate:
+        raise DomainError(f"{what} needs staff or an agent key with the 'orchestrate' scope.", code="forbidden")
+
+
 def _next_rank(status: str) -> int:
     top = Task.objects.filter(status=status).aggregate(top=Max("rank"))["top"]
     return (top or 0) + RANK_STEP
@@ -58,8 +64,7 @@ def task_create(
     source_key: str = "",
     external_id: str = "",
 ) -> Task:
-    if not actor.can_orchestrate:
-        raise DomainError("Creating tasks needs staff or an agent key with the 'orchestrate' scope.", code="forbidden")
+    require_orchestrator(actor=actor, what="Creating tasks")
     if status not in (Task.Status.BACKLOG, Task.Status.READY, Task.Status.BLOCKED):
         raise DomainError("A new task starts in backlog, ready or blocked.")
     try:
@@ -261,10 +266,7 @@ def campaign_create(
     source_file: str = "",
 ) -> Campaign:
     """A campaign with one ready task per deliverable, and its leads."""
-    if not actor.can_orchestrate:
-        raise DomainError(
-            "Creating campaigns needs staff or an agent key with the 'orchestrate' scope.", code="forbidden"
-        )
+    require_orchestrator(actor=actor, what="Creating campaigns")
     if starts_on and ends_on and ends_on < starts_on:
         raise DomainError("ends_on is before starts_on.")
     code = priority_normalise(priority)

@@ -11,7 +11,15 @@ from tests.factories import AgentFactory, SessionFactory, UserFactory
 def file_roots(settings, tmp_path):
     """Every file root of SPEC §4 in a fresh temporary folder, so tests never touch var/."""
     roots = {}
-    for name in ("WORKSPACE_ROOT", "SAVED_REPORTS_ROOT", "STATE_DIR", "LOGS_ROOT", "REPORTS_DIR", "TASK_DEFS_DIR", "ARCHIVE_ROOT"):
+    for name in (
+        "WORKSPACE_ROOT",
+        "SAVED_REPORTS_ROOT",
+        "STATE_DIR",
+        "LOGS_ROOT",
+        "REPORTS_DIR",
+        "TASK_DEFS_DIR",
+        "ARCHIVE_ROOT",
+    ):
         roots[name] = tmp_path / "roots" / name.lower()
         roots[name].mkdir(parents=True)
         setattr(settings, name, roots[name])

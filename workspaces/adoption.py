@@ -46,9 +46,7 @@ def _candidate_files(root: Path, *, flat: bool) -> Iterator[tuple[str, str | Non
             dirnames.clear()
 
 
-def workspace_adopt(
-    *, actor: Actor, folder: Path, progress: Callable[[int], None] | None = None
-) -> AdoptionReport:
+def workspace_adopt(*, actor: Actor, folder: Path, progress: Callable[[int], None] | None = None) -> AdoptionReport:
     """Register ``folder`` and its files. A folder with any of the session sub-folders is a
     session workspace; otherwise it has the flat layout of the shared workspace. Running
     it again records only files whose bytes changed."""

@@ -36,6 +36,7 @@ class TaskListCreateView(ListAPIView):
     )
     def post(self, request):
         actor = actor_from_request(request)
+        services.require_orchestrator(actor=actor, what="Creating tasks")
         data = validate_input(s.TaskCreateInput, request.data)
         campaign = selectors.campaign_get(campaign_id=data.pop("campaign")) if "campaign" in data else None
         task = services.task_create(actor=actor, campaign=campaign, **data)
@@ -123,6 +124,7 @@ class CampaignListCreateView(ListAPIView):
     )
     def post(self, request):
         actor = actor_from_request(request)
+        services.require_orchestrator(actor=actor, what="Creating campaigns")
         data = validate_input(s.CampaignCreateInput, request.data)
         campaign = services.campaign_create(actor=actor, **data)
         return Response(s.CampaignOutput(selectors.campaign_get(campaign_id=campaign.pk)).data, status=201)

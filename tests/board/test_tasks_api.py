@@ -831,3 +831,11 @@ def test_a_tasks_life_is_in_the_ledger_with_exact_counts(orchestrator_client, ag
         ("task.moved", "agent:claude-1", "done"),
     ]
     assert TaskClaim.objects.count() == 3
+
+
+def test_a_plain_agent_is_refused_before_its_body_is_read(agent_client):
+    response = agent_client.post("/api/v1/tasks/", {"title": 42, "campaign": 999}, format="json")
+    campaign = agent_client.post("/api/v1/campaigns/", {"nonsense": True}, format="json")
+
+    assert (response.status_code, campaign.status_code) == (403, 403)
+    assert Task.objects.count() == 0

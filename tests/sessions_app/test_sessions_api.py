@@ -223,7 +223,9 @@ class TestResume:
         assert other_client.get(f"/api/v1/sessions/{session.pk}/resume/").status_code == 403
 
 
-@pytest.mark.parametrize(("status", "task_status"), [("cancelled", "ready"), ("failed", "ready"), ("completed", "in_progress")])
+@pytest.mark.parametrize(
+    ("status", "task_status"), [("cancelled", "ready"), ("failed", "ready"), ("completed", "in_progress")]
+)
 def test_ending_a_session_gives_back_its_tasks_unless_it_completed(agent_client, session, agent, status, task_status):
     held = TaskFactory()
     other = TaskFactory()

@@ -134,7 +134,9 @@ def _url_form(raw: str) -> str:
 
 
 @pytest.mark.parametrize(("raw", "reason"), [case for case in REFUSED if case[0] not in ("", "dir/")])
-def test_every_unsafe_path_is_refused_through_the_api_and_nothing_is_written(agent_client, opened, tmp_path, raw, reason):
+def test_every_unsafe_path_is_refused_through_the_api_and_nothing_is_written(
+    agent_client, opened, tmp_path, raw, reason
+):
     root = Path(opened["workspace"]["path"])
     before = all_files(tmp_path)
 
