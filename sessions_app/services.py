@@ -17,6 +17,7 @@ from ledger.events import event_record
 from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
 from workspaces.services import workspace_create_for_session, workspace_discard_empty, workspace_shared
+from workspaces.worktrees import worktree_leases_renew
 
 Status = AgentSession.Status
 
@@ -45,6 +46,7 @@ def agent_heartbeat(*, agent: Agent) -> Agent:
     Agent.objects.filter(pk=agent.pk, status__in=[Agent.Status.ERROR, Agent.Status.COMPLETED]).update(
         status=Agent.Status.ACTIVE
     )
+    worktree_leases_renew(agent=agent)
     agent.refresh_from_db(fields=["last_heartbeat_at", "status"])
     return agent
 

@@ -1,46 +1,33 @@
 """Admin for workspaces, artifacts, repositories and worktrees.
 
-The services that fill these tables (file API, observer, git worktrees) come with the
-workspaces issue; until then the admin shows them and offers one repair: releasing a
-worktree claim.
+Every change goes through the services: repositories are registered with
+``repository_register``, worktree claims are released with ``worktree_release`` (which
+hands the worktree to the next agent in its queue), worktrees are removed with
+``worktree_remove`` and their config links checked with ``worktree_config_sync``.
 """
 
-from django.contrib import admin
-from django.db import transaction
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import Count
-from django.utils import timezone
 
-from ledger.events import event_record
+from config.api.errors import DomainError
 from sessions_app.actors import Actor
 from sessions_app.admin import report_counts
+from workspaces import git
 from workspaces.models import Artifact, ArtifactVersion, Repository, Workspace, Worktree, WorktreeClaimRequest
+from workspaces.worktree_sync import worktree_config_sync
+from workspaces.worktrees import (
+    repository_default_name,
+    repository_path_check,
+    repository_register,
+    worktree_config_sync_for_actor,
+    worktree_release,
+    worktree_remove,
+)
 
-
-# No workspaces service exists yet (it comes with the workspaces issue): move this into
-# workspaces/services.py then, where it should also grant the next waiting claimant.
-@transaction.atomic
-def worktree_release_claim(*, actor: Actor, worktree: Worktree) -> bool:
-    """Release the claim as it was when ``worktree`` was read; True if this call released it.
-
-    The conditional UPDATE is the lock: a claim released, or taken again, since the row was
-    read is left alone.
-    """
-    if worktree.holder_id is None:
-        return False
-    now = timezone.now()
-    changed = Worktree.objects.filter(
-        pk=worktree.pk, holder_id=worktree.holder_id, claimed_at=worktree.claimed_at
-    ).update(holder=None, lease_expires_at=None, released_at=now, updated_at=now)
-    if changed != 1:
-        return False
-    event_record(
-        name="worktree.released",
-        subject_type="worktree",
-        subject_id=worktree.pk,
-        actor=actor.label,
-        payload={"holder": worktree.holder_id, "reason": "released from the admin"},
-    )
-    return True
+# How many refusal reasons one action shows; the rest are counted.
+SHOWN_PROBLEMS = 5
 
 
 @admin.register(Workspace)
@@ -91,12 +78,63 @@ class ArtifactAdmin(admin.ModelAdmin):
     inlines = (ArtifactVersionInline,)
 
 
+class RepositoryForm(forms.ModelForm):
+    """Adding needs only the path; the rest is found from the clone when left blank."""
+
+    path = forms.CharField(max_length=4096, help_text="The top folder of a local git clone (stored as its real path).")
+    name = forms.SlugField(max_length=100, required=False, help_text="Default: the clone's folder name.")
+    default_branch = forms.CharField(
+        max_length=255, required=False, help_text="Default: origin's HEAD, else the branch checked out."
+    )
+    sync_dir = forms.CharField(
+        max_length=4096, required=False, help_text="Default: <parent of the clone>/sync/<name>/ (made if missing)."
+    )
+
+    class Meta:
+        model = Repository
+        fields = ["path", "name", "default_branch", "sync_dir"]
+
+    def clean_path(self):
+        if self.instance.pk is not None:
+            return self.instance.path
+        try:
+            return repository_path_check(path=self.cleaned_data["path"])
+        except DomainError as exc:
+            raise ValidationError(exc.message) from None
+
+    def clean_default_branch(self):
+        value = self.cleaned_data["default_branch"]
+        if value:
+            try:
+                git.ref_check(value)
+            except DomainError as exc:
+                raise ValidationError(exc.message) from None
+        return value
+
+    def clean_sync_dir(self):
+        value = self.cleaned_data["sync_dir"]
+        if value and not value.startswith("/"):
+            raise ValidationError("Give an absolute path.")
+        return value
+
+    def clean(self):
+        cleaned = super().clean()
+        # Filled in here so the model's uniqueness check sees the name that will be used.
+        if self.instance.pk is None and cleaned.get("path") and not cleaned.get("name"):
+            cleaned["name"] = repository_default_name(real_path=cleaned["path"])
+        return cleaned
+
+
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
+    form = RepositoryForm
     list_display = ("name", "path", "default_branch", "worktree_count", "created_at")
     search_fields = ("name", "path")
     ordering = ("name",)
-    readonly_fields = ("created_at", "updated_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        # A registered clone keeps its path and name: worktrees and sync links are made from them.
+        return ("created_at", "updated_at") if obj is None else ("path", "name", "created_at", "updated_at")
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(worktree_total=Count("worktrees"))
@@ -104,6 +142,19 @@ class RepositoryAdmin(admin.ModelAdmin):
     @admin.display(description="worktrees", ordering="worktree_total")
     def worktree_count(self, obj):
         return obj.worktree_total
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        repository, _ = repository_register(
+            path=obj.path if change else data["path"],
+            name=None if change else data["name"],
+            default_branch=data.get("default_branch") or None,
+            sync_dir=data.get("sync_dir") or None,
+        )
+        # The admin goes on with `obj` (log entry, redirect): make it the row the service saved.
+        for model_field in Repository._meta.concrete_fields:
+            setattr(obj, model_field.attname, getattr(repository, model_field.attname))
+        obj._state.adding = False
 
 
 class ClaimQueueInline(admin.TabularInline):
@@ -144,13 +195,71 @@ class WorktreeAdmin(admin.ModelAdmin):
     # The claim changes through the claim flow or the release action, never by hand.
     readonly_fields = ("holder", "claimed_at", "released_at", "lease_expires_at", "created_at", "updated_at")
     inlines = (ClaimQueueInline,)
-    actions = ("release_claims",)
+    actions = ("release_claims", "remove_worktrees", "check_config_links", "repair_config_links")
 
     @admin.action(description="Release claim")
     def release_claims(self, request, queryset):
         actor = Actor(user=request.user)
-        released = sum(worktree_release_claim(actor=actor, worktree=worktree) for worktree in queryset)
-        report_counts(request, f"{released} worktree claim(s) released", not_held=queryset.count() - released)
+        released = not_held = 0
+        for worktree in queryset:
+            try:
+                worktree_release(actor=actor, worktree=worktree)
+            except DomainError:
+                not_held += 1
+            else:
+                released += 1
+        report_counts(request, f"{released} worktree claim(s) released", not_held=not_held)
+
+    @admin.action(description="Remove worktree (refused with uncommitted changes)")
+    def remove_worktrees(self, request, queryset):
+        actor = Actor(user=request.user)
+        removed = already = 0
+        problems = []
+        for worktree in queryset.select_related("repository"):
+            try:
+                _, changed = worktree_remove(actor=actor, worktree=worktree)
+            except DomainError as exc:
+                problems.append(f"{worktree}: {exc.message}")
+                continue
+            removed += changed
+            already += not changed
+        report_counts(request, f"{removed} worktree(s) removed", already_removed=already, failed=len(problems))
+        _show_problems(request, problems)
+
+    @admin.action(description="Check config links")
+    def check_config_links(self, request, queryset):
+        self._config_links(request, queryset, repair=False)
+
+    @admin.action(description="Repair config links (files in the way are left alone)")
+    def repair_config_links(self, request, queryset):
+        self._config_links(request, queryset, repair=True)
+
+    def _config_links(self, request, queryset, *, repair: bool):
+        actor = Actor(user=request.user)
+        for worktree in queryset.select_related("repository").filter(status=Worktree.Status.ACTIVE):
+            try:
+                if repair:
+                    report = worktree_config_sync_for_actor(actor=actor, worktree=worktree, repair=True)
+                else:
+                    report = worktree_config_sync(worktree=worktree, repair=False)
+            except DomainError as exc:
+                messages.warning(request, f"{worktree}: {exc.message}")
+                continue
+            text = (
+                f"{worktree}: {len(report.linked)} linked, {len(report.missing)} missing, "
+                f"{len(report.wrong)} pointing elsewhere, {len(report.blocked)} blocked, "
+                f"{len(report.skipped)} skipped, {len(report.repaired)} repaired."
+            )
+            blocked = "; ".join(f"{item['path']} ({item['reason']})" for item in report.blocked[:SHOWN_PROBLEMS])
+            level = messages.SUCCESS if report.in_sync and not report.skipped else messages.WARNING
+            messages.add_message(request, level, text + (f" Blocked: {blocked}" if blocked else ""))
+
+
+def _show_problems(request, problems: list[str]) -> None:
+    for line in problems[:SHOWN_PROBLEMS]:
+        messages.warning(request, line)
+    if len(problems) > SHOWN_PROBLEMS:
+        messages.warning(request, f"... and {len(problems) - SHOWN_PROBLEMS} more.")
 
 
 @admin.register(WorktreeClaimRequest)

@@ -20,7 +20,7 @@ LOCAL_TIMEOUT_SECONDS = 60
 NETWORK_TIMEOUT_SECONDS = 120
 # A ref from a client: a branch, tag, sha, `origin/x` or `HEAD~2`. No ':' (a fetch refspec
 # would write a local ref), no leading '-' (an option), no spaces or control characters.
-_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@^~+-]{0,254}$")
+_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@^~+-]{0,254}")
 # Variables that would point git at another repository than the folder we name.
 _INHERITED_GIT_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
 
@@ -63,7 +63,7 @@ def git_succeeds(folder: str | Path, *args: str) -> bool:
 
 def ref_check(ref: str) -> str:
     """The ref if it is safe to hand to git, else a DomainError (400)."""
-    if not _REF.match(ref) or ".." in ref or ref.endswith((".lock", "/", ".")):
+    if not isinstance(ref, str) or not _REF.fullmatch(ref) or ".." in ref or ref.endswith((".lock", "/", ".")):
         raise DomainError(f"{ref!r} is not a ref this server accepts (branch, tag, sha, remote/branch).")
     return ref
 

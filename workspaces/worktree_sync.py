@@ -46,16 +46,17 @@ def sync_sources(*, repository: Repository) -> tuple[dict[str, tuple[str, ...]],
     if not root or not os.path.isdir(root):
         return sources, skipped
     for folder, subfolders, files in os.walk(root):
-        subfolders.sort()
         relative_folder = os.path.relpath(folder, root)
-        for name in sorted(files) + [d for d in subfolders if os.path.islink(os.path.join(folder, d))]:
+        # Symlinked folders are listed but not walked into; a .git folder is not walked at all.
+        not_walked = [d for d in subfolders if d in RESERVED_NAMES or os.path.islink(os.path.join(folder, d))]
+        subfolders[:] = sorted(set(subfolders) - set(not_walked))
+        for name in sorted(files + not_walked):
             logical = name if relative_folder == "." else f"{relative_folder}/{name}"
             reason = _source_problem(os.path.join(folder, name), logical)
             if reason:
                 skipped.append({"path": logical, "reason": reason})
                 continue
             sources[logical] = clean_relative(logical)
-        subfolders[:] = [d for d in subfolders if d not in RESERVED_NAMES]
     return sources, skipped
 
 

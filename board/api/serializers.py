@@ -5,9 +5,9 @@ from config.api.fields import StrictSerializer
 
 
 class TaskOutput(serializers.ModelSerializer):
-    assignee = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    session = serializers.PrimaryKeyRelatedField(read_only=True)
-    campaign = serializers.PrimaryKeyRelatedField(read_only=True)
+    assignee = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    session = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    campaign = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = Task

@@ -193,7 +193,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "config.api.pagination.DefaultPagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.api.schema.SwitchyardAutoSchema",
     "EXCEPTION_HANDLER": "config.api.exceptions.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -205,6 +205,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.refuse_unknown_request_properties",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "SessionStatusEnum": "sessions_app.models.AgentSession.Status",
         "TaskStatusEnum": "board.models.Task.Status",
@@ -212,6 +216,7 @@ SPECTACULAR_SETTINGS = {
         "AgentStatusEnum": "sessions_app.models.Agent.Status",
         "CampaignStatusEnum": "board.models.Campaign.Status",
         "LeadStatusEnum": "board.models.Lead.Status",
+        "WorktreeStatusEnum": "workspaces.models.Worktree.Status",
     },
 }
 

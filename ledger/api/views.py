@@ -4,6 +4,8 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.api.errors import DomainError
+from config.api.schema import one_or_batch
 from config.api.views import actor_from_request, incoming_items, validate_input, write_response
 from ledger import selectors, services
 from ledger.api.serializers import ToolCallFinishInput, ToolCallInput, ToolCallOutput
@@ -22,6 +24,8 @@ class SessionToolCallsView(ListAPIView):
         queryset = ToolInvocation.objects.filter(session=session).select_related("session", "agent")
         status = self.request.query_params.get("status")
         if status:
+            if status not in ToolInvocation.Status.values:
+                raise DomainError(f"status must be one of {', '.join(ToolInvocation.Status.values)}.")
             queryset = queryset.filter(status=status)
         return queryset.order_by("started_at", "id")
 
@@ -33,7 +37,7 @@ class SessionToolCallsView(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
-        request=ToolCallInput,
+        request=one_or_batch(ToolCallInput, "ToolCallWrite"),
         responses={201: ToolCallOutput, 200: ToolCallOutput, 207: BatchOutput},
         summary="Record one tool call or a batch",
         description=BATCH_DOC,

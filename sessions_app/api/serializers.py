@@ -17,8 +17,8 @@ class AgentOutput(serializers.ModelSerializer):
 
 class SessionOutput(serializers.ModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    parent = serializers.PrimaryKeyRelatedField(read_only=True)
-    task = serializers.PrimaryKeyRelatedField(read_only=True)
+    parent = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    task = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     workspace = WorkspaceOutput(read_only=True, allow_null=True)
 
     class Meta:

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from board.api.serializers import TaskOutput
 from config.api.errors import DomainError
+from config.api.schema import one_or_batch
 from config.api.views import actor_from_request, incoming_items, validate_input, write_response
 from ledger.api.serializers import ToolCallOutput
 from sessions_app import selectors, services
@@ -181,7 +182,7 @@ class SessionEventsView(APIView):
         )
 
     @extend_schema(
-        request=s.StreamEventInput,
+        request=one_or_batch(s.StreamEventInput, "StreamEventWrite"),
         responses={201: s.StreamEventOutput, 200: s.StreamEventOutput, 207: BatchOutput},
         summary="Append one event or a batch",
         description=BATCH_DOC,
@@ -207,9 +208,9 @@ class SessionCheckpointsView(APIView):
     )
     def post(self, request, session_id: str):
         session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
-        valid, invalid, is_batch = incoming_items(request.data, s.CheckpointInput, max_items=1)
-        if is_batch:
+        if isinstance(request.data, list):
             raise DomainError("Send one checkpoint object, not a list.")
+        valid, _, _ = incoming_items(request.data, s.CheckpointInput, max_items=1)
         result = services.checkpoint_save(session=session, item=valid[0])
         return write_response(results=[result], is_batch=False, render=lambda obj: s.CheckpointOutput(obj).data)
 
@@ -231,9 +232,9 @@ class SessionMilestonesView(APIView):
     def post(self, request, session_id: str):
         actor = actor_from_request(request)
         session = selectors.session_get_for_actor(actor=actor, session_id=session_id)
-        valid, invalid, is_batch = incoming_items(request.data, s.MilestoneInput, max_items=1)
-        if is_batch:
+        if isinstance(request.data, list):
             raise DomainError("Send one milestone object, not a list.")
+        valid, _, _ = incoming_items(request.data, s.MilestoneInput, max_items=1)
         result = services.milestone_record(actor=actor, session=session, item=valid[0])
         return write_response(results=[result], is_batch=False, render=lambda obj: s.MilestoneOutput(obj).data)
 

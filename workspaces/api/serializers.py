@@ -20,7 +20,7 @@ class ArtifactVersionOutput(serializers.ModelSerializer):
 
 class ArtifactOutput(serializers.ModelSerializer):
     versions = ArtifactVersionOutput(many=True, read_only=True)
-    tool_call = serializers.PrimaryKeyRelatedField(source="tool_invocation", read_only=True)
+    tool_call = serializers.PrimaryKeyRelatedField(source="tool_invocation", read_only=True, allow_null=True)
 
     class Meta:
         model = Artifact

@@ -1,0 +1,159 @@
+"""One holder at a time (SPEC §7) for worktrees, with real threads on real database connections.
+
+Each thread has its own connection (closed at its end) and its own agent; a Barrier
+releases them together so the claims really overlap. Runs on SQLite (IMMEDIATE
+transactions serialise writers) and on PostgreSQL (the row lock and the conditional UPDATE).
+"""
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from config.api.errors import DomainError
+from ledger.models import Event
+from sessions_app.actors import Actor
+from tests.factories import AgentFactory
+from workspaces.models import Worktree, WorktreeClaimRequest
+from workspaces.worktrees import worktree_claim, worktree_create, worktree_release
+
+pytestmark = [pytest.mark.concurrency, pytest.mark.django_db(transaction=True)]
+
+THREADS = 16
+
+
+def _run_together(work, arguments: list) -> list[BaseException]:
+    """Run ``work(argument)`` in one thread per argument, started at once; return what they raised."""
+    barrier = threading.Barrier(len(arguments))
+    errors: list[BaseException] = []
+
+    def run(argument):
+        try:
+            barrier.wait(timeout=30)
+            work(argument)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()  # this thread's own connection
+
+    threads = [threading.Thread(target=run, args=(argument,)) for argument in arguments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads), "a claimant hung"
+    return errors
+
+
+@pytest.fixture
+def worktree(repository):
+    worktree, _ = worktree_create(
+        actor=Actor(agent=AgentFactory(slug="maker")), repository=repository, type="feat", name="race"
+    )
+    return worktree
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_sixteen_agents_race_for_one_worktree_and_exactly_one_wins(worktree, round_):
+    # given
+    agents = [AgentFactory(slug=f"racer-{n:02d}") for n in range(THREADS)]
+    won: list[str] = []
+    refused: list[DomainError] = []
+
+    # when they all claim at once
+    def claim(agent):
+        mine = Worktree.objects.get(pk=worktree.pk)
+        try:
+            result = worktree_claim(actor=Actor(agent=agent), agent=agent, worktree=mine)
+        except DomainError as exc:
+            refused.append(exc)
+        else:
+            assert result.outcome == "granted"
+            won.append(agent.slug)
+
+    errors = _run_together(claim, agents)
+
+    # then one holds it and fifteen were told who does
+    assert errors == []
+    assert len(won) == 1
+    assert len(refused) == THREADS - 1
+    assert {exc.code for exc in refused} == {"conflict"}
+    assert {exc.extra["holder"] for exc in refused} == {won[0]}
+    assert Worktree.objects.get(pk=worktree.pk).holder.slug == won[0]
+    claimed = Event.objects.filter(name="worktree.claimed")
+    assert [e.payload["agent"] for e in claimed] == won
+    assert WorktreeClaimRequest.objects.count() == 0
+
+
+def test_sixteen_waiting_agents_are_each_granted_once_in_fifo_order(worktree):
+    # given 16 agents that all claim with wait=True at once
+    agents = [AgentFactory(slug=f"waiter-{n:02d}") for n in range(THREADS)]
+    places: dict[str, int] = {}
+    granted_order: list[str] = []
+    guard = threading.Lock()
+    holding: set[str] = set()
+    overlaps: list[set[str]] = []
+    all_queued = threading.Barrier(THREADS)
+
+    def claim_wait_and_release(agent):
+        actor = Actor(agent=agent)
+        result = worktree_claim(actor=actor, agent=agent, worktree=Worktree.objects.get(pk=worktree.pk), wait=True)
+        places[agent.slug] = 0 if result.outcome == "granted" else result.position
+        all_queued.wait(timeout=60)  # everyone has claimed before the first release
+        # wait for the grant (a release by the agent before us hands it over)
+        deadline = time.monotonic() + 120
+        while not Worktree.objects.filter(pk=worktree.pk, holder=agent).exists():
+            assert time.monotonic() < deadline, f"{agent.slug} was never granted"
+            time.sleep(0.005)
+        with guard:
+            holding.add(agent.slug)
+            if len(holding) > 1:
+                overlaps.append(set(holding))
+            granted_order.append(agent.slug)
+        time.sleep(0.002)  # "work" while holding it
+        with guard:
+            holding.discard(agent.slug)
+        worktree_release(actor=actor, worktree=Worktree.objects.get(pk=worktree.pk))
+
+    # when each then releases in turn
+    errors = _run_together(claim_wait_and_release, agents)
+
+    # then
+    assert errors == []
+    assert overlaps == []
+    assert sorted(places.values()) == list(range(THREADS))  # one winner, then places 1..15
+    expected = sorted(places, key=places.get)
+    assert granted_order == expected
+    assert len(set(granted_order)) == THREADS
+    # and the event log shows one holder at a time: claimed, released, claimed, ...
+    events = Event.objects.filter(name__in=["worktree.claimed", "worktree.released"]).order_by("id")
+    names = [e.name for e in events]
+    assert names == ["worktree.claimed", "worktree.released"] * THREADS
+    assert [e.payload["agent"] for e in events if e.name == "worktree.claimed"] == expected
+    assert list(WorktreeClaimRequest.objects.order_by("id").values_list("agent__slug", "status")) == [
+        (slug, "granted") for slug in expected[1:]
+    ]
+    row = Worktree.objects.get(pk=worktree.pk)
+    assert (row.holder_id, row.lease_expires_at) == (None, None)
+
+
+def test_concurrent_creates_of_one_worktree_make_one_row_and_one_folder(repository, code_dir):
+    # given
+    agents = [AgentFactory(slug=f"maker-{n}") for n in range(4)]
+    results: list[tuple[int, bool]] = []
+
+    # when they all ask for feat-same at once
+    def create(agent):
+        worktree, created = worktree_create(actor=Actor(agent=agent), repository=repository, type="feat", name="same")
+        results.append((worktree.pk, created))
+
+    errors = _run_together(create, agents)
+
+    # then
+    assert errors == []
+    assert len({pk for pk, _ in results}) == 1
+    assert sorted(created for _, created in results) == [False, False, False, True]
+    assert Worktree.objects.count() == 1
+    assert (code_dir / "feat-same").is_dir()
+    assert Event.objects.filter(name="worktree.created").count() == 1

@@ -1,0 +1,26 @@
+"""Reads for repositories and worktrees that views and the admin share."""
+
+from django.db.models import Count, Q, QuerySet
+
+from config.api.errors import DomainError
+from workspaces.models import Repository, Worktree
+
+
+def repository_list() -> QuerySet[Repository]:
+    active = Count("worktrees", filter=Q(worktrees__status=Worktree.Status.ACTIVE))
+    return Repository.objects.annotate(active_worktrees=active).order_by("name", "id")
+
+
+def repository_get(*, repository_id: int) -> Repository:
+    repository = Repository.objects.filter(pk=repository_id).first()
+    if repository is None:
+        raise DomainError(f"Repository {repository_id} not found.", code="not_found")
+    return repository
+
+
+def worktree_get(*, worktree_id: int) -> Worktree:
+    """Any agent may read a worktree (the monitor page shows them all); writes check the holder."""
+    worktree = Worktree.objects.select_related("repository", "holder").filter(pk=worktree_id).first()
+    if worktree is None:
+        raise DomainError(f"Worktree {worktree_id} not found.", code="not_found")
+    return worktree
