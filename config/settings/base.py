@@ -234,3 +234,29 @@ SHARED_WORKSPACE_NAME = "default"
 # A worktree claim is a lease: renewed by the holder's heartbeat, lost after this long without one.
 WORKTREE_LEASE_TTL_SECONDS = env_int("WORKTREE_LEASE_TTL_SECONDS", 900, minimum=1)
 GIT_BINARY = env_str("GIT_BINARY", "git")
+
+# --- Background work (SPEC §2, §4, §7) ------------------------------------------------------
+# Sync-to-db: how often beat runs a full pass; a file younger than SYNC_SETTLE_SECONDS that
+# does not parse is taken for half-written and retried later, not reported as broken.
+SYNC_INTERVAL_SECONDS = env_int("SYNC_INTERVAL_SECONDS", 60, minimum=1)
+SYNC_SETTLE_SECONDS = env_int("SYNC_SETTLE_SECONDS", 5, minimum=0)
+# File observer: a file must stop growing for OBSERVER_SETTLE_MS before it is recorded;
+# a full reconcile of the folders against the database runs every OBSERVER_RECONCILE_SECONDS.
+OBSERVER_SETTLE_MS = env_int("OBSERVER_SETTLE_MS", 50, minimum=0)
+OBSERVER_RECONCILE_SECONDS = env_int("OBSERVER_RECONCILE_SECONDS", 300, minimum=1)
+# Archival: session workspaces whose session ended this many days ago (a workspace's own
+# retention_days overrides it); "zstd" or "gzip".
+ARCHIVE_AFTER_DAYS = env_int("ARCHIVE_AFTER_DAYS", 14, minimum=0)
+ARCHIVE_COMPRESSION = env_str("ARCHIVE_COMPRESSION", "zstd")
+if ARCHIVE_COMPRESSION not in ("zstd", "gzip"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"ARCHIVE_COMPRESSION must be zstd or gzip; got {ARCHIVE_COMPRESSION!r}.")
+STORAGES["archives"] = {
+    "BACKEND": "django.core.files.storage.FileSystemStorage",
+    "OPTIONS": {"location": str(ARCHIVE_ROOT)},
+}
+# Outbound webhooks: attempts before a delivery is given up, and the first retry delay.
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
+WEBHOOK_RETRY_BASE_SECONDS = env_int("WEBHOOK_RETRY_BASE_SECONDS", 10, minimum=1)
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
