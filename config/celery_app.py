@@ -15,11 +15,20 @@ def _ensure_embedded_broker_folders() -> None:
     from pathlib import Path
 
     options = app.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
-        if options.get(key):
-            Path(options[key]).mkdir(parents=True, exist_ok=True)
+    folders = [options[key] for key in ("data_folder_in", "data_folder_out", "processed_folder") if options.get(key)]
+    backend = app.conf.result_backend or ""
+    if backend.startswith("file://"):
+        folders.append(backend[len("file://") :])
+    for folder in folders:
+        Path(folder).mkdir(parents=True, exist_ok=True)
 
 
 @app.on_after_configure.connect
 def _on_configure(sender, **kwargs):
     _ensure_embedded_broker_folders()
+
+
+@app.task(name="switchyard.ping")
+def ping_task(token: str = "") -> str:
+    """Answers at once; tests and operators use it to see a worker is consuming."""
+    return f"pong {token}".strip()

@@ -17,7 +17,7 @@ from ledger.events import event_record
 from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
 from workspaces.services import workspace_create_for_session, workspace_discard_empty, workspace_shared
-from workspaces.worktrees import worktree_leases_renew
+from workspaces.worktree_claims import worktree_leases_renew
 
 Status = AgentSession.Status
 

@@ -16,13 +16,13 @@ from sessions_app.actors import Actor
 from sessions_app.admin import report_counts
 from workspaces import git
 from workspaces.models import Artifact, ArtifactVersion, Repository, Workspace, Worktree, WorktreeClaimRequest
+from workspaces.worktree_claims import worktree_release
 from workspaces.worktree_sync import worktree_config_sync
 from workspaces.worktrees import (
     repository_default_name,
     repository_path_check,
     repository_register,
     worktree_config_sync_for_actor,
-    worktree_release,
     worktree_remove,
 )
 

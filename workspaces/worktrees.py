@@ -1,26 +1,19 @@
-"""Repositories and git worktrees: register, create, claim with a lease, release, remove, status.
+"""Repositories and git worktrees: register, create, revive, remove.
 
 A worktree is the folder ``<type>-<name>`` beside its repository's clone, on the branch of
 the same name. One folder is one row: the canonical real path is unique in the database,
 so every spelling of a path (trailing slash, ``./``, a symlink) lands on the same worktree.
 
-A claim is a lease held by one agent. Every write to a worktree's claim state first locks
-its row (``SELECT ... FOR UPDATE``; on SQLite the IMMEDIATE transaction already holds the
-database's write lock), so claims, the FIFO queue and releases happen in one order; the
-claim itself is a conditional UPDATE that only succeeds on a free or expired worktree.
+Claims, leases and the queue are in ``worktree_claims``; the monitor page's status is in
+``worktree_status``. Both build on the row lock, the events and the holder check kept here.
 """
 
-import heapq
 import os
 import re
-import time
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -42,7 +35,6 @@ KNOWN_TYPES = ("feat", "fix", "review", "trunk", "chore", "docs", "exp")
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 TYPE_MAX_LENGTH = 32  # the width of Worktree.type
 NAME_MAX_LENGTH = 64
-RECENT_FILES = 10
 
 
 # --- Repositories ---------------------------------------------------------------------------
@@ -229,13 +221,13 @@ def _worktree_insert(
         _checkout(repository=repository, real_path=real_path, branch=folder, ref=ref, pr_number=pr_number)
         worktree.workspace = _workspace_for(real_path)
         worktree.save(update_fields=["workspace", "updated_at"])
-        _event("worktree.created", worktree, actor, revived=False)
+        event("worktree.created", worktree, actor, revived=False)
     return worktree, True
 
 
 def _worktree_revive(*, actor: Actor, worktree: Worktree, ref, pr_number) -> tuple[Worktree, bool]:
     with transaction.atomic():
-        row = _worktree_locked(worktree.pk)
+        row = worktree_locked(worktree.pk)
         if row.status == Worktree.Status.ACTIVE:
             return row, False  # revived by someone else meanwhile
         _checkout(repository=row.repository, real_path=row.real_path, branch=row.branch, ref=ref, pr_number=pr_number)
@@ -243,7 +235,7 @@ def _worktree_revive(*, actor: Actor, worktree: Worktree, ref, pr_number) -> tup
         row.pr_number = pr_number if pr_number is not None else row.pr_number
         row.workspace = _workspace_for(row.real_path)
         row.save(update_fields=["status", "pr_number", "workspace", "updated_at"])
-        _event("worktree.created", row, actor, revived=True)
+        event("worktree.created", row, actor, revived=True)
     return row, True
 
 
@@ -292,26 +284,15 @@ def _workspace_for(real_path: str) -> Workspace:
     return workspace
 
 
-# --- Claims ---------------------------------------------------------------------------------
+# --- Row lock, events and who may change a worktree -----------------------------------------
 
 
-@dataclass(frozen=True)
-class ClaimResult:
-    worktree: Worktree
-    outcome: str  # "granted": the agent holds it now; "renewed": it already did; "queued": it waits
-    position: int | None = None  # 1 = next in line
-
-
-def _lease_end(now: datetime) -> datetime:
-    return now + timedelta(seconds=settings.WORKTREE_LEASE_TTL_SECONDS)
-
-
-def _worktree_locked(worktree_id: int) -> Worktree:
+def worktree_locked(worktree_id: int) -> Worktree:
     """The row, locked until the caller's transaction ends. Caller holds a transaction."""
     return Worktree.objects.select_for_update().get(pk=worktree_id)
 
 
-def _event(name: str, worktree: Worktree, actor: Actor, **payload) -> None:
+def event(name: str, worktree: Worktree, actor: Actor, **payload) -> None:
     event_record(
         name=name,
         subject_type="worktree",
@@ -326,122 +307,11 @@ def _event(name: str, worktree: Worktree, actor: Actor, **payload) -> None:
     )
 
 
-def _holder_label(worktree: Worktree) -> str:
+def holder_label(worktree: Worktree) -> str:
     return Agent.objects.filter(pk=worktree.holder_id).values_list("slug", flat=True).first() or "nobody"
 
 
-def worktree_claim(*, actor: Actor, agent: Agent, worktree: Worktree, wait: bool = False) -> ClaimResult:
-    """Claim the worktree for ``agent`` with a lease of WORKTREE_LEASE_TTL_SECONDS.
-
-    The holder claiming again renews its lease. A worktree held by another agent is a 409
-    naming the holder, or with ``wait`` a place in its FIFO queue. An expired lease goes to
-    the first agent in the queue before any newcomer.
-    """
-    if actor.agent is None or actor.agent.pk != agent.pk:
-        raise DomainError("Only agents claim worktrees, each for itself.", code="forbidden")
-    if agent.status == Agent.Status.PAUSED:
-        raise DomainError(f"Agent {agent.slug!r} is paused and takes no work.", code="conflict")
-    refusal = None
-    with transaction.atomic():
-        row = _worktree_locked(worktree.pk)
-        if row.status != Worktree.Status.ACTIVE:
-            raise DomainError(f"Worktree {row.pk} is {row.status}.", code="conflict")
-        now = timezone.now()
-        if row.holder_id == agent.pk and row.lease_expires_at >= now:
-            Worktree.objects.filter(pk=row.pk).update(lease_expires_at=_lease_end(now), updated_at=now)
-            result = ClaimResult(worktree=row, outcome="renewed")
-        elif _queue_grant_if_free(actor=actor, worktree=row, now=now) and row.holder_id == agent.pk:
-            result = ClaimResult(worktree=row, outcome="granted")  # it was first in the queue
-        elif _take(actor=actor, agent=agent, worktree=row, now=now):
-            result = ClaimResult(worktree=row, outcome="granted")
-        elif wait:
-            result = ClaimResult(worktree=row, outcome="queued", position=_enqueue(worktree=row, agent=agent))
-        else:
-            # Raised after the commit: a queued agent granted an expired lease above keeps it.
-            refusal = DomainError(
-                f"Worktree {row.pk} is held by {_holder_label(row)} until {row.lease_expires_at.isoformat()}; "
-                'claim with "wait": true to queue for it.',
-                code="conflict",
-                extra={
-                    "holder": _holder_label(row),
-                    "lease_expires_at": row.lease_expires_at.isoformat(),
-                    "waiting": row.queue.filter(status=WorktreeClaimRequest.Status.WAITING).count(),
-                },
-            )
-    if refusal is not None:
-        raise refusal
-    result.worktree.refresh_from_db()
-    return result
-
-
-def _take(*, actor: Actor, agent: Agent, worktree: Worktree, now: datetime) -> bool:
-    """The claim: one conditional UPDATE on a free or expired worktree. Caller holds the row lock."""
-    previous = worktree.holder_id
-    changed = (
-        Worktree.objects.filter(pk=worktree.pk, status=Worktree.Status.ACTIVE)
-        .filter(Q(holder__isnull=True) | Q(lease_expires_at__lt=now))
-        .update(holder=agent, claimed_at=now, lease_expires_at=_lease_end(now), updated_at=now)
-    )
-    if changed != 1:
-        return False
-    if previous is not None:
-        _event("worktree.released", worktree, actor, holder=previous, reason="lease expired")
-    worktree.holder_id = agent.pk
-    _event("worktree.claimed", worktree, actor, agent=agent.slug, holder=agent.pk, from_queue=False)
-    return True
-
-
-def _queue_head(worktree: Worktree) -> WorktreeClaimRequest | None:
-    # By id: inserts into one worktree's queue are serialised by the row lock, so ids follow
-    # arrival, and no clock skew between web servers can reorder them.
-    waiting = worktree.queue.filter(status=WorktreeClaimRequest.Status.WAITING)
-    return waiting.select_related("agent").order_by("id").first()
-
-
-def _queue_grant_if_free(*, actor: Actor, worktree: Worktree, now: datetime) -> bool:
-    """Give a free or expired worktree to the first waiting agent; True if one got it. Caller holds the row lock."""
-    if worktree.holder_id is not None and worktree.lease_expires_at >= now:
-        return False
-    head = _queue_head(worktree)
-    if head is None:
-        return False
-    if worktree.holder_id is not None:
-        _event("worktree.released", worktree, actor, holder=worktree.holder_id, reason="lease expired")
-    _grant(actor=actor, worktree=worktree, request=head, now=now)
-    return True
-
-
-def _grant(*, actor: Actor, worktree: Worktree, request: WorktreeClaimRequest, now: datetime) -> None:
-    """Hand the worktree to a waiting request. Caller holds the row lock."""
-    changed = Worktree.objects.filter(pk=worktree.pk, holder_id=worktree.holder_id).update(
-        holder_id=request.agent_id, claimed_at=now, lease_expires_at=_lease_end(now), updated_at=now
-    )
-    if changed != 1:
-        raise RuntimeError(f"worktree {worktree.pk} changed holder under its row lock")
-    WorktreeClaimRequest.objects.filter(pk=request.pk).update(
-        status=WorktreeClaimRequest.Status.GRANTED, resolved_at=now
-    )
-    worktree.holder_id = request.agent_id
-    worktree.lease_expires_at = _lease_end(now)
-    _event(
-        "worktree.claimed",
-        worktree,
-        actor,
-        agent=request.agent.slug,
-        holder=request.agent_id,
-        from_queue=True,
-        request=request.pk,
-    )
-
-
-def _enqueue(*, worktree: Worktree, agent: Agent) -> int:
-    """The agent's place in the queue (1 = next), joining it if it is not waiting yet. Caller holds the row lock."""
-    waiting = worktree.queue.filter(status=WorktreeClaimRequest.Status.WAITING)
-    request = waiting.filter(agent=agent).first() or WorktreeClaimRequest.objects.create(worktree=worktree, agent=agent)
-    return waiting.filter(id__lte=request.pk).count()
-
-
-def _check_may_change(*, actor: Actor, worktree: Worktree, now: datetime, verb: str) -> None:
+def check_may_change(*, actor: Actor, worktree: Worktree, now: datetime, verb: str) -> None:
     """Staff may change any worktree; an agent only one it holds on a lease that has not expired."""
     if actor.is_staff:
         return
@@ -451,7 +321,7 @@ def _check_may_change(*, actor: Actor, worktree: Worktree, now: datetime, verb: 
         raise DomainError(f"Worktree {worktree.pk} is not claimed; claim it before you {verb} it.", code="forbidden")
     if worktree.holder_id != actor.agent.pk:
         raise DomainError(
-            f"Worktree {worktree.pk} is held by another agent ({_holder_label(worktree)}).", code="forbidden"
+            f"Worktree {worktree.pk} is held by another agent ({holder_label(worktree)}).", code="forbidden"
         )
     if worktree.lease_expires_at < now:
         raise DomainError(
@@ -462,48 +332,14 @@ def _check_may_change(*, actor: Actor, worktree: Worktree, now: datetime, verb: 
         )
 
 
-def worktree_release(*, actor: Actor, worktree: Worktree) -> Worktree:
-    """Give the worktree up: to the first agent in its queue if there is one, else free.
-
-    Only its holder with a lease that has not expired, or staff. A release after the lease
-    expired is refused (409): another agent may have the worktree by then.
-    """
-    with transaction.atomic():
-        row = _worktree_locked(worktree.pk)
-        if row.holder_id is None:
-            raise DomainError(f"Worktree {row.pk} is not claimed; nothing to release.", code="conflict")
-        now = timezone.now()
-        _check_may_change(actor=actor, worktree=row, now=now, verb="release")
-        previous = row.holder_id
-        Worktree.objects.filter(pk=row.pk, holder_id=previous).update(
-            holder=None, lease_expires_at=None, released_at=now, updated_at=now
-        )
-        reason = "released" if actor.agent is not None else f"released by staff ({actor.label})"
-        _event("worktree.released", row, actor, holder=previous, reason=reason)
-        row.holder_id = None
-        head = _queue_head(row)
-        if head is not None:
-            _grant(actor=actor, worktree=row, request=head, now=now)
-    row.refresh_from_db()
-    return row
-
-
-def worktree_leases_renew(*, agent: Agent) -> int:
-    """Extend every lease the agent still validly holds (its heartbeat); an expired one stays expired."""
-    now = timezone.now()
-    return Worktree.objects.filter(holder=agent, status=Worktree.Status.ACTIVE, lease_expires_at__gte=now).update(
-        lease_expires_at=_lease_end(now), updated_at=now
-    )
-
-
 def worktree_config_sync_for_actor(*, actor: Actor, worktree: Worktree, repair: bool) -> ConfigSyncReport:
     """Config sync on behalf of staff or the worktree's holder; a repair that changed links is recorded."""
-    _check_may_change(actor=actor, worktree=worktree, now=timezone.now(), verb="sync the config links of")
+    check_may_change(actor=actor, worktree=worktree, now=timezone.now(), verb="sync the config links of")
     if worktree.status != Worktree.Status.ACTIVE:
         raise DomainError(f"Worktree {worktree.pk} is {worktree.status}.", code="conflict")
     report = worktree_config_sync(worktree=worktree, repair=repair)
     if report.repaired:
-        _event("worktree.config_synced", worktree, actor, repaired=report.repaired, blocked=len(report.blocked))
+        event("worktree.config_synced", worktree, actor, repaired=report.repaired, blocked=len(report.blocked))
     return report
 
 
@@ -535,7 +371,7 @@ def worktree_remove(*, actor: Actor, worktree: Worktree, force: bool = False) ->
     worktree = Worktree.objects.select_related("repository").get(pk=worktree.pk)
     if worktree.status == Worktree.Status.REMOVED:
         return worktree, False  # a retry: the holder's claim ended with the first call
-    _check_may_change(actor=actor, worktree=worktree, now=timezone.now(), verb="remove")
+    check_may_change(actor=actor, worktree=worktree, now=timezone.now(), verb="remove")
     clone = worktree.repository.path
     known = git.git_worktree_branches(clone)
     if worktree.real_path == clone or clone.startswith(worktree.real_path.rstrip("/") + "/"):
@@ -574,10 +410,10 @@ def _remove_folder(*, worktree: Worktree, force: bool) -> None:
 
 def _worktree_mark_removed(*, actor: Actor, worktree: Worktree, force: bool) -> Worktree:
     with transaction.atomic():
-        row = _worktree_locked(worktree.pk)
+        row = worktree_locked(worktree.pk)
         now = timezone.now()
         if row.holder_id is not None:
-            _event("worktree.released", row, actor, holder=row.holder_id, reason="worktree removed")
+            event("worktree.released", row, actor, holder=row.holder_id, reason="worktree removed")
         cancelled = row.queue.filter(status=WorktreeClaimRequest.Status.WAITING).update(
             status=WorktreeClaimRequest.Status.CANCELLED, resolved_at=now
         )
@@ -587,66 +423,5 @@ def _worktree_mark_removed(*, actor: Actor, worktree: Worktree, force: bool) -> 
         row.status = Worktree.Status.REMOVED
         row.save(update_fields=["holder", "lease_expires_at", "released_at", "status", "updated_at"])
         Workspace.objects.filter(pk=row.workspace_id).update(status=Workspace.Status.REMOVED, updated_at=now)
-        _event("worktree.removed", row, actor, force=force, cancelled_requests=cancelled)
+        event("worktree.removed", row, actor, force=force, cancelled_requests=cancelled)
     return row
-
-
-# --- Status for the monitor page ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RecentFile:
-    path: str
-    age_seconds: int
-
-
-@dataclass
-class WorktreeStatus:
-    present: bool  # the folder exists
-    base: str
-    commits_ahead: int | None = None  # None when the base is unknown or the folder is gone
-    uncommitted: int = 0
-    changes: list[git.StatusEntry] = field(default_factory=list)
-    recent_files: list[RecentFile] = field(default_factory=list)
-    holder: str | None = None
-    lease_expires_at: datetime | None = None
-    lease_valid: bool = False
-    waiting: int = 0
-
-
-def worktree_status(*, worktree: Worktree) -> WorktreeStatus:
-    """Commits ahead of the base, uncommitted changes, the files changed last, and the holder."""
-    now = timezone.now()
-    status = WorktreeStatus(
-        present=worktree.status == Worktree.Status.ACTIVE and os.path.isdir(worktree.real_path),
-        base=worktree.repository.default_branch,
-        holder=worktree.holder.slug if worktree.holder_id else None,
-        lease_expires_at=worktree.lease_expires_at,
-        lease_valid=bool(worktree.holder_id and worktree.lease_expires_at and worktree.lease_expires_at >= now),
-        waiting=worktree.queue.filter(status=WorktreeClaimRequest.Status.WAITING).count(),
-    )
-    if not status.present:
-        return status
-    status.commits_ahead = git.git_commits_ahead(worktree.real_path, status.base)
-    status.changes = worktree_changes(worktree=worktree)
-    status.uncommitted = len(status.changes)
-    status.recent_files = recent_files(root=worktree.real_path)
-    return status
-
-
-def recent_files(*, root: str, limit: int = RECENT_FILES) -> list[RecentFile]:
-    """The ``limit`` most recently modified files under ``root``, outside ``.git``, newest first."""
-    found: list[tuple[float, str]] = []
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = [d for d in subfolders if d != ".git"]
-        for name in files:
-            if name == ".git":
-                continue  # a linked worktree's pointer to its repository
-            full = os.path.join(folder, name)
-            try:
-                found.append((os.lstat(full).st_mtime, os.path.relpath(full, root)))
-            except FileNotFoundError:
-                continue  # deleted while we looked
-    now = time.time()
-    newest = heapq.nlargest(limit, found)
-    return [RecentFile(path=path, age_seconds=max(0, int(now - mtime))) for mtime, path in newest]

@@ -17,6 +17,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
 else:
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}{_suffix}"}  # noqa: F405
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+
+# The embedded broker's folders are per suite too, so a worker started by one suite never
+# takes another suite's messages.
+if not REDIS_URL:  # noqa: F405
+    _broker = VAR_DIR / f"broker{_suffix}"  # noqa: F405
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker / "queue"),
+        "data_folder_out": str(_broker / "queue"),
+        "processed_folder": str(_broker / "processed"),
+        "store_processed": False,
+    }
+    CELERY_RESULT_BACKEND = f"file://{_broker / 'results'}"
 # Serve static files from the apps' folders, no collectstatic needed.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True

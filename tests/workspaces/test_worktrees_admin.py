@@ -7,7 +7,8 @@ from sessions_app.actors import Actor
 from tests.admin.factories import admin_url
 from tests.factories import AgentFactory
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
-from workspaces.worktrees import worktree_claim, worktree_create
+from workspaces.worktree_claims import worktree_claim
+from workspaces.worktrees import worktree_create
 
 pytestmark = pytest.mark.django_db
 

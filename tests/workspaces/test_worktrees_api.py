@@ -10,7 +10,9 @@ from ledger.models import Event
 from tests.factories import UserFactory
 from tests.workspaces.conftest import commit_file, git
 from workspaces.models import Repository, Worktree
-from workspaces.worktrees import repository_register, worktree_claim, worktree_create, worktree_status
+from workspaces.worktree_claims import worktree_claim
+from workspaces.worktree_status import worktree_status
+from workspaces.worktrees import repository_register, worktree_create
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,8 @@ from ledger.models import Event
 from sessions_app.actors import Actor
 from tests.factories import AgentFactory
 from workspaces.models import Worktree, WorktreeClaimRequest
-from workspaces.worktrees import worktree_claim, worktree_create, worktree_release
+from workspaces.worktree_claims import worktree_claim, worktree_release
+from workspaces.worktrees import worktree_create
 
 pytestmark = [pytest.mark.concurrency, pytest.mark.django_db(transaction=True)]
 

@@ -8,8 +8,9 @@ from django.utils import timezone
 
 from ledger.models import Event
 from workspaces.models import Worktree
+from workspaces.worktree_claims import worktree_claim
 from workspaces.worktree_sync import worktree_config_sync
-from workspaces.worktrees import worktree_changes, worktree_claim, worktree_create
+from workspaces.worktrees import worktree_changes, worktree_create
 
 pytestmark = pytest.mark.django_db
 

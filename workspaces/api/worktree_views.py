@@ -8,7 +8,9 @@ from rest_framework.views import APIView
 from config.api.errors import DomainError
 from config.api.fields import StrictSerializer
 from config.api.views import actor_from_request, validate_input
+from workspaces import worktree_claims as claims
 from workspaces import worktree_selectors as selectors
+from workspaces import worktree_status as monitor
 from workspaces import worktrees as services
 from workspaces.api import worktree_serializers as s
 
@@ -57,7 +59,7 @@ class WorktreeDetailView(APIView):
     @extend_schema(responses=s.WorktreeDetailOutput, summary="Read a worktree with its git status and holder")
     def get(self, request, worktree_id: int):
         worktree = selectors.worktree_get(worktree_id=worktree_id)
-        status = services.worktree_status(worktree=worktree)
+        status = monitor.worktree_status(worktree=worktree)
         return Response(s.WorktreeDetailOutput(worktree, context={"status": status}).data)
 
     @extend_schema(
@@ -89,7 +91,7 @@ class WorktreeClaimView(APIView):
             raise DomainError("Only agents claim worktrees.", code="forbidden")
         data = validate_input(s.WorktreeClaimInput, request.data)
         worktree = selectors.worktree_get(worktree_id=worktree_id)
-        result = services.worktree_claim(actor=actor, agent=actor.agent, worktree=worktree, wait=data["wait"])
+        result = claims.worktree_claim(actor=actor, agent=actor.agent, worktree=worktree, wait=data["wait"])
         body = {
             "outcome": result.outcome,
             "position": result.position,
@@ -108,7 +110,7 @@ class WorktreeReleaseView(APIView):
         actor = actor_from_request(request)
         validate_input(StrictSerializer, request.data)
         worktree = selectors.worktree_get(worktree_id=worktree_id)
-        worktree = services.worktree_release(actor=actor, worktree=worktree)
+        worktree = claims.worktree_release(actor=actor, worktree=worktree)
         return Response(s.WorktreeOutput(selectors.worktree_get(worktree_id=worktree.pk)).data)
 
 
