@@ -20,9 +20,10 @@ $(STAMP): $(BIN)/python requirements/base.txt requirements/local.txt requirement
 migrate: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 
+# Web, Celery worker, beat and the file observer as supervised children (manage.py serve).
 run: migrate
-	$(BIN)/python manage.py setup_demo
-	PORT=$(PORT) $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+	$(BIN)/python manage.py setup_demo --port $(PORT)
+	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
