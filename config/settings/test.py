@@ -24,6 +24,8 @@ if not REDIS_URL:  # noqa: F405
     _broker = VAR_DIR / f"broker{_suffix}"  # noqa: F405
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker / "queue"),
+        # Fanout (worker control) messages; kombu would otherwise write ./control/ in the cwd.
+        "control_folder": str(_broker / "control"),
         "data_folder_out": str(_broker / "queue"),
         "processed_folder": str(_broker / "processed"),
         "store_processed": False,
