@@ -23,6 +23,7 @@ migrate: $(STAMP)
 # Web, Celery worker, beat and the file observer as supervised children (manage.py serve).
 run: migrate
 	$(BIN)/python manage.py setup_demo --port $(PORT)
+	$(BIN)/python manage.py setup_schedules
 	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT)
 
 test: $(STAMP)

@@ -10,8 +10,9 @@ from django.contrib import admin, messages
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
-from board.models import Campaign, Lead, Task, TaskClaim
+from board.models import Campaign, Lead, SyncedFile, SyncIssue, Task, TaskClaim
 from board.services import campaign_create, task_create, task_release
+from board.sync import state_sync, state_sync_queue
 from config.api.errors import DomainError
 from sessions_app.actors import Actor
 from sessions_app.admin import ReadOnlyAdmin, report_counts
@@ -263,3 +264,79 @@ class LeadAdmin(admin.ModelAdmin):
     search_fields = ("name", "company", "email", "campaign__name")
     ordering = ("campaign", "-score", "name")
     raw_id_fields = ("campaign",)
+
+
+# --- Sync-to-db --------------------------------------------------------------------------------
+
+
+class OpenIssueFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return (("open", "Open"), ("resolved", "Resolved"))
+
+    def queryset(self, request, queryset):
+        if self.value() == "open":
+            return queryset.filter(resolved_at__isnull=True)
+        if self.value() == "resolved":
+            return queryset.filter(resolved_at__isnull=False)
+        return queryset
+
+
+@admin.register(SyncIssue)
+class SyncIssueAdmin(ReadOnlyAdmin):
+    """Files sync-to-db could not apply. Read-only: an issue resolves itself when its file is
+    fixed; "Retry sync" runs the sync again for the selected issues' sessions."""
+
+    list_display = (
+        "path",
+        "session_key",
+        "error_preview",
+        "occurrences",
+        "first_seen_at",
+        "last_seen_at",
+        "resolved_at",
+    )
+    list_filter = (OpenIssueFilter, "source")
+    search_fields = ("path", "error", "=session_key")
+    ordering = ("-last_seen_at", "-id")
+    date_hierarchy = "last_seen_at"
+    actions = ("retry_sync",)
+
+    @admin.display(description="error")
+    def error_preview(self, obj):
+        return obj.error[:120]
+
+    @admin.action(description="Retry sync")
+    def retry_sync(self, request, queryset):
+        sessions = sorted({key for key in queryset.values_list("session_key", flat=True) if key})
+        unscoped = queryset.filter(session_key="").exists()
+        runs = resolved = issues = 0
+        for session_key in sessions:
+            # One session is small: run it now, so the page shows the outcome.
+            report = state_sync(session_key=session_key)
+            runs += 1
+            resolved += report.issues_resolved
+            issues += report.issues_opened + report.issues_seen_again
+        queued = 0
+        if unscoped:
+            # Job logs and folder names belong to no one session: a full run, in the background.
+            state_sync_queue()
+            queued = 1
+        report_counts(
+            request,
+            f"Synced {runs} session(s): {resolved} issue(s) resolved, {issues} still failing",
+            full_sync_queued=queued,
+        )
+
+
+@admin.register(SyncedFile)
+class SyncedFileAdmin(ReadOnlyAdmin):
+    """What sync-to-db last applied from each file (its size, mtime and sha256 then)."""
+
+    list_display = ("path", "source", "session_key", "size", "sha256", "last_synced_at")
+    list_filter = ("source",)
+    search_fields = ("path", "=session_key", "=sha256")
+    ordering = ("path",)
+    date_hierarchy = "last_synced_at"

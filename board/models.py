@@ -152,3 +152,67 @@ class TaskClaim(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id} by {self.agent_id} ({self.outcome})"
+
+
+class SyncedFile(models.Model):
+    """A file sync-to-db has applied, with the signature it had then.
+
+    The next run skips a file whose size and mtime are the same, and one whose sha256 is the
+    same (only its mtime moved). A file with a problem gets no row (or keeps its old one), so
+    it is read again on every run until it is fixed.
+    """
+
+    class Source(models.TextChoices):
+        STATE = "state", "State snapshot"  # STATE_DIR/session-*/<name>.json
+        JOB_LOG = "job_log", "Job log"  # LOGS_ROOT/running-jobs/job-*.log
+
+    # Relative to its root: "session-1770537842/backend.json" or "running-jobs/job-1.log".
+    # The two shapes cannot collide, so the path alone identifies the file.
+    path = models.CharField(max_length=500, unique=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.STATE)
+    session_key = models.CharField(max_length=128, blank=True, db_index=True, help_text="The session folder's name.")
+    size = models.BigIntegerField()
+    mtime_ns = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    last_synced_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["path"]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class SyncIssue(models.Model):
+    """A file sync-to-db could not (fully) apply: not JSON, wrong types, an unknown status word.
+
+    At most one open issue per file; it is seen again on every run until the file is fixed
+    (then ``resolved_at`` is set) or removed.
+    """
+
+    path = models.CharField(max_length=500, help_text="Relative to STATE_DIR or LOGS_ROOT, like SyncedFile.path.")
+    source = models.CharField(max_length=16, choices=SyncedFile.Source.choices, default=SyncedFile.Source.STATE)
+    session_key = models.CharField(max_length=128, blank=True)
+    error = models.TextField()
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    occurrences = models.PositiveIntegerField(default=1, help_text="How many sync runs saw it.")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-last_seen_at", "-id"]
+        indexes = [
+            models.Index(fields=["session_key"], name="sync_issue_open", condition=Q(resolved_at__isnull=True)),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["path"], condition=Q(resolved_at__isnull=True), name="sync_issue_one_open_per_file"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.error[:80]}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None

@@ -1,3 +1,12 @@
+"""The Celery app. Its settings are the CELERY_* block of config/settings/base.py:
+
+JSON only (a pickled message is refused, never unpickled), hard and soft time limits,
+acks_late with reject_on_worker_lost (a task whose worker dies is delivered again, so every
+task is idempotent), prefetch 1, and on Redis a visibility timeout longer than the hard time
+limit. Tasks are thin ``*_task`` adapters over services, queued only after commit through
+config.side_effects.enqueue_task; periodic ones are listed in config/schedules.py.
+"""
+
 import os
 
 from celery import Celery
@@ -7,6 +16,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 app = Celery("switchyard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Archival keeps its tasks beside its services in workspaces/archive_tasks.py; beat names them
+# there (config/schedules.py), so workers must load that module too. Apps without one are skipped.
+app.autodiscover_tasks(related_name="archive_tasks")
 
 
 def _ensure_embedded_broker_folders() -> None:
@@ -15,7 +27,11 @@ def _ensure_embedded_broker_folders() -> None:
     from pathlib import Path
 
     options = app.conf.broker_transport_options or {}
-    folders = [options[key] for key in ("data_folder_in", "data_folder_out", "processed_folder") if options.get(key)]
+    folders = [
+        options[key]
+        for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")
+        if options.get(key)
+    ]
     backend = app.conf.result_backend or ""
     if backend.startswith("file://"):
         folders.append(backend[len("file://") :])

@@ -3,12 +3,25 @@ webhooks care about records an Event in the same transaction."""
 
 from typing import Any
 
+from config.side_effects import enqueue_task
 from ledger.models import Event
+from ledger.tasks import webhooks_dispatch_task
+from ledger.webhooks import webhooks_enabled
 
 
 def event_record(
     *, name: str, subject_type: str, subject_id: Any, actor: str = "system", payload: dict | None = None
 ) -> Event:
-    return Event.objects.create(
+    """Append an event; the caller's transaction decides whether it happened.
+
+    When an active webhook subscription exists, ``webhooks_dispatch_task`` is queued for the
+    event after that transaction commits (never for a rolled-back one). This runs on every
+    claim and session write, so whether one exists comes from a cached flag: no query is added
+    per event (see ledger/webhooks.py for how the flag is kept and what the sweep repairs).
+    """
+    event = Event.objects.create(
         name=name, subject_type=subject_type, subject_id=str(subject_id), actor=actor, payload=payload or {}
     )
+    if webhooks_enabled():
+        enqueue_task(webhooks_dispatch_task, event.pk)
+    return event

@@ -1,6 +1,8 @@
 from django.db import models
 from django.db.models import Q
 
+from config.models import TimeStampedModel
+
 
 class ToolInvocation(models.Model):
     """One tool call. Append-only: a running call may be finished once, never rewritten."""
@@ -67,3 +69,70 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.subject_type}:{self.subject_id}"
+
+
+class WebhookSubscription(TimeStampedModel):
+    """Where to POST events. Its secret signs every delivery; the admin never shows it again."""
+
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=128, help_text="HMAC-SHA256 key the receiver verifies signatures with.")
+    event_names = models.JSONField(
+        default=list, blank=True, help_text='Event names ("task.claimed"), prefixes ("task.*"); empty or "*" for all.'
+    )
+    active = models.BooleanField(default=True)
+    description = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["url", "id"]
+
+    def __str__(self) -> str:
+        return self.description or self.url
+
+    def wants(self, event_name: str) -> bool:
+        names = self.event_names or ["*"]
+        return any(
+            pattern == "*" or pattern == event_name or (pattern.endswith(".*") and event_name.startswith(pattern[:-1]))
+            for pattern in names
+        )
+
+
+class WebhookDelivery(TimeStampedModel):
+    """One event sent to one subscription: the delivery log, and the retry state."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"  # not tried yet
+        SUCCEEDED = "succeeded", "Succeeded"  # the receiver answered 2xx; final
+        FAILED = "failed", "Failed"  # the last try failed; tried again at next_attempt_at
+        GIVEN_UP = "given_up", "Given up"  # failed WEBHOOK_MAX_ATTEMPTS times; only "Retry now" sends it again
+
+    subscription = models.ForeignKey(WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0, help_text="Tries started, counted when a worker takes it.")
+    next_attempt_at = models.DateTimeField(help_text="Not sent before this time.")
+    # A worker's claim: while it lies in the future, no other worker sends this delivery.
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    response_excerpt = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name_plural = "webhook deliveries"
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"], name="webhook_delivery_due", condition=Q(status__in=["pending", "failed"])
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["subscription", "event"], name="one_delivery_per_subscription_event"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "succeeded", "failed", "given_up"]),
+                name="webhook_delivery_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_id} → {self.subscription_id} ({self.status})"

@@ -10,6 +10,9 @@ class Actor:
     agent: Agent | None = None
     api_key: AgentApiKey | None = None
     user: object | None = None  # a django.contrib.auth user
+    # Background work (the heartbeat reaper, imports) acting for Switchyard itself: it may end
+    # any agent's claims. Never set from a request: only the SYSTEM constant below has it.
+    system: bool = False
 
     @property
     def is_staff(self) -> bool:
@@ -28,8 +31,8 @@ class Actor:
         return "system"
 
     def owns(self, agent_id: int | None) -> bool:
-        """May this actor act for the agent with this id? Staff may act for any."""
-        return self.is_staff or (self.agent is not None and self.agent.pk == agent_id)
+        """May this actor act for the agent with this id? Staff and the system may act for any."""
+        return self.system or self.is_staff or (self.agent is not None and self.agent.pk == agent_id)
 
 
-SYSTEM = Actor()
+SYSTEM = Actor(system=True)

@@ -155,18 +155,46 @@ def worktree_release(*, actor: Actor, worktree: Worktree) -> Worktree:
             raise DomainError(f"Worktree {row.pk} is not claimed; nothing to release.", code="conflict")
         now = timezone.now()
         check_may_change(actor=actor, worktree=row, now=now, verb="release")
-        previous = row.holder_id
-        Worktree.objects.filter(pk=row.pk, holder_id=previous).update(
-            holder=None, lease_expires_at=None, released_at=now, updated_at=now
-        )
         reason = "released" if actor.agent is not None else f"released by staff ({actor.label})"
-        event("worktree.released", row, actor, holder=previous, reason=reason)
-        row.holder_id = None
-        head = _queue_head(row)
-        if head is not None:
-            _grant(actor=actor, worktree=row, request=head, now=now)
+        _release_to_queue(actor=actor, worktree=row, now=now, reason=reason)
     row.refresh_from_db()
     return row
+
+
+def _release_to_queue(*, actor: Actor, worktree: Worktree, now: datetime, reason: str) -> None:
+    """Free the worktree and hand it to the head of its queue, if any. Caller holds the row lock."""
+    previous = worktree.holder_id
+    Worktree.objects.filter(pk=worktree.pk, holder_id=previous).update(
+        holder=None, lease_expires_at=None, released_at=now, updated_at=now
+    )
+    event("worktree.released", worktree, actor, holder=previous, reason=reason)
+    worktree.holder_id = None
+    head = _queue_head(worktree)
+    if head is not None:
+        _grant(actor=actor, worktree=worktree, request=head, now=now)
+
+
+def worktree_leases_expire(*, actor: Actor, agent: Agent, reason: str) -> list[int]:
+    """End the agent's leases now (it went stale): each worktree goes to the head of its queue, else
+    free. Its own places in queues are cancelled, so a dead agent is never granted one later.
+
+    Returns the ids of the worktrees it held. Locks each worktree row in id order; the caller's
+    transaction, if any, keeps the locks until it commits.
+    """
+    expired = []
+    now = timezone.now()
+    held = Worktree.objects.filter(holder=agent).order_by("pk").values_list("pk", flat=True)
+    with transaction.atomic():
+        WorktreeClaimRequest.objects.filter(agent=agent, status=WorktreeClaimRequest.Status.WAITING).update(
+            status=WorktreeClaimRequest.Status.CANCELLED, resolved_at=now
+        )
+        for worktree_id in held:
+            row = worktree_locked(worktree_id)
+            if row.holder_id != agent.pk:
+                continue  # released or re-granted since we looked
+            _release_to_queue(actor=actor, worktree=row, now=now, reason=reason)
+            expired.append(row.pk)
+    return expired
 
 
 def worktree_leases_renew(*, agent: Agent) -> int:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from board.api import views
+from board.api import sync_views, views
 
 urlpatterns = [
     path("tasks/", views.TaskListCreateView.as_view(), name="task-list"),
@@ -12,4 +12,7 @@ urlpatterns = [
     path("tasks/<int64:task_id>/fail/", views.TaskFailView.as_view(), name="task-fail"),
     path("campaigns/", views.CampaignListCreateView.as_view(), name="campaign-list"),
     path("campaigns/<int64:campaign_id>/", views.CampaignDetailView.as_view(), name="campaign-detail"),
+    path("sync/", sync_views.SyncView.as_view(), name="sync"),
+    path("sync/issues/", sync_views.SyncIssueListView.as_view(), name="sync-issues"),
+    path("sync/drift/", sync_views.SyncDriftView.as_view(), name="sync-drift"),
 ]

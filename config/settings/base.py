@@ -122,6 +122,8 @@ else:
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(VAR_DIR / "broker" / "queue"),
+        # Fanout (worker control) messages; kombu would otherwise write ./control/ in the cwd.
+        "control_folder": str(VAR_DIR / "broker" / "control"),
         "data_folder_out": str(VAR_DIR / "broker" / "queue"),
         "processed_folder": str(VAR_DIR / "broker" / "processed"),
         "store_processed": False,
@@ -138,6 +140,27 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 1800, minimum=1)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 1500, minimum=1)
+if CELERY_TASK_SOFT_TIME_LIMIT >= CELERY_TASK_TIME_LIMIT:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"CELERY_TASK_SOFT_TIME_LIMIT ({CELERY_TASK_SOFT_TIME_LIMIT}) must be below "
+        f"CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT}): the soft limit lets a task clean up first."
+    )
+# With acks_late a worker holds one message at a time: a prefetched message would wait behind a
+# long task (and, on Redis, be redelivered to another worker once its visibility timeout ran out).
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# When the broker connection drops, a running acks_late task's message is redelivered anyway (its
+# ack can no longer be sent): cancelling the task keeps two copies from running at once.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_TRACK_STARTED = True
+CELERY_RESULT_EXPIRES = 24 * 3600
+if REDIS_URL:
+    # Redis redelivers an unacknowledged message after the visibility timeout. acks_late keeps a
+    # message unacknowledged while its task runs, so the timeout must outlast the longest task
+    # (the hard time limit, which no task raises) or a running task would be started a second time.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
 # --- File roots (SPEC §4) -----------------------------------------------------------------

@@ -1,14 +1,16 @@
 """Factories for the models tests/factories.py does not cover yet, and one-row builders for the admin tests."""
 
+import itertools
 from datetime import timedelta
 
 import factory
 from django.urls import reverse
 from django.utils import timezone
 
-from board.models import Campaign, Lead, Task, TaskClaim
+from board.models import Campaign, Lead, SyncedFile, SyncIssue, Task, TaskClaim
 from board.services import task_claim
-from ledger.models import Event, ToolInvocation
+from ledger.models import Event, ToolInvocation, WebhookDelivery, WebhookSubscription
+from ledger.webhooks import webhook_subscribe
 from sessions_app.actors import Actor
 from sessions_app.keys import api_key_create, api_key_revoke
 from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
@@ -174,6 +176,8 @@ def _worktree() -> Worktree:
     return worktree
 
 
+_numbers = itertools.count()
+
 ROW_BUILDERS = {
     Agent: _agent,
     AgentApiKey: lambda: api_key_create(agent=AgentFactory(), name="ci").api_key,
@@ -192,4 +196,25 @@ ROW_BUILDERS = {
     Repository: lambda: WorktreeFactory().repository,
     Worktree: _worktree,
     WorktreeClaimRequest: WorktreeClaimRequestFactory,
+    SyncIssue: lambda: SyncIssue.objects.create(
+        path=f"session-{next(_numbers)}/backend.json",
+        session_key="session-1",
+        error="not valid JSON",
+        first_seen_at=timezone.now(),
+        last_seen_at=timezone.now(),
+    ),
+    SyncedFile: lambda: SyncedFile.objects.create(
+        path=f"session-{next(_numbers)}/backend.json",
+        session_key="session-1",
+        size=2,
+        mtime_ns=1,
+        sha256="c" * 64,
+        last_synced_at=timezone.now(),
+    ),
+    WebhookSubscription: lambda: webhook_subscribe(url="https://hooks.example.com/in"),
+    WebhookDelivery: lambda: WebhookDelivery.objects.create(
+        subscription=webhook_subscribe(url="https://hooks.example.com/in"),
+        event=EventFactory(),
+        next_attempt_at=timezone.now(),
+    ),
 }

@@ -2,13 +2,13 @@
 
 import pytest
 
-from board.models import TaskClaim
+from board.models import SyncedFile, TaskClaim
 from ledger.models import Event, ToolInvocation
 from sessions_app.models import Checkpoint, StreamEvent
 from tests.admin.factories import ROW_BUILDERS, admin_url
 
 pytestmark = pytest.mark.django_db
-READ_ONLY = (StreamEvent, Checkpoint, ToolInvocation, Event, TaskClaim)
+READ_ONLY = (StreamEvent, Checkpoint, ToolInvocation, Event, TaskClaim, SyncedFile)
 
 
 @pytest.mark.parametrize("model", READ_ONLY, ids=lambda m: m._meta.label)

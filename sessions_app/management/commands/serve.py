@@ -57,6 +57,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, host, port, only, **options):
+        # The worker uses the prefork pool (one child): only it enforces the tasks' time limits.
         children = [c for c in self._children(host, port) if not only or c.name in only]
         stopping = False
 
@@ -98,11 +99,12 @@ class Command(BaseCommand):
     def _children(self, host: str, port: int) -> list[Child]:
         python = sys.executable
         manage = [python, "manage.py"]
+        # The worker uses the prefork pool (one child): only it enforces the tasks' time limits.
         children = [
             Child("web", [python, "-m", "uvicorn", "config.asgi:application", "--host", host, "--port", str(port)]),
             Child(
                 "worker",
-                [python, "-m", "celery", "-A", "config.celery_app", "worker", "--pool=solo", "--loglevel=INFO"],
+                [python, "-m", "celery", "-A", "config.celery_app", "worker", "--concurrency=1", "--loglevel=INFO"],
             ),
             Child(
                 "beat",
