@@ -1,7 +1,7 @@
 """Writes for tasks and campaigns: create, claim, release, complete, fail."""
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Max
 from django.utils import timezone
 
 from board.models import Campaign, Lead, Task, TaskClaim
@@ -95,22 +95,57 @@ def task_create(
     return task
 
 
+_CLAIM_SET = "status = %s, assignee_id = %s, session_id = %s, started_at = %s, updated_at = %s, error = ''"
+_CLAIMABLE = "status = %s AND assignee_id IS NULL"
+
+
+def _claim_update(*, where: str, params: list, agent: Agent, session: AgentSession | None) -> Task | None:
+    """Run the claiming UPDATE ... RETURNING and load the task from the row it returns."""
+    table = connection.ops.quote_name(Task._meta.db_table)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    sql = f"UPDATE {table} SET {_CLAIM_SET} WHERE {_CLAIMABLE} AND {where} RETURNING *"
+    head = [Task.Status.IN_PROGRESS, agent.pk, session.pk if session else None, now, now, Task.Status.READY]
+    rows = list(Task.objects.raw(sql, head + params))
+    if not rows:
+        return None
+    task = rows[0]
+    task.assignee = agent  # the row has its id; the output shows its slug without another query
+    task.session = session
+    return task
+
+
+def _claim_opened(*, task: Task, agent: Agent, session: AgentSession | None, actor: Actor) -> Task:
+    TaskClaim.objects.create(task_id=task.pk, agent=agent, session=session)
+    _task_event("task.claimed", task, actor, agent=agent.slug, session=session.pk if session else None)
+    return task
+
+
 def _claim(*, task_id: int, agent: Agent, session: AgentSession | None, actor: Actor) -> Task | None:
     """Take a ready, unheld task for ``agent``. Caller holds a transaction.
 
     The conditional UPDATE is the lock: of two claimants, the database lets exactly one
     change the row. The partial unique index on open claims backs it up.
     """
-    now = timezone.now()
-    changed = Task.objects.filter(pk=task_id, status=Task.Status.READY, assignee__isnull=True).update(
-        status=Task.Status.IN_PROGRESS, assignee=agent, session=session, started_at=now, updated_at=now, error=""
+    task = _claim_update(where="id = %s", params=[task_id], agent=agent, session=session)
+    return None if task is None else _claim_opened(task=task, agent=agent, session=session, actor=actor)
+
+
+def _claim_best(*, agent: Agent, session: AgentSession | None, campaign: Campaign | None, actor: Actor) -> Task | None:
+    """Pick and take the best ready task in one statement. Caller holds a transaction.
+
+    On PostgreSQL the pick skips rows other claimants hold locked (SKIP LOCKED), so they
+    don't queue on one row; on SQLite the IMMEDIATE transaction serialises writers.
+    """
+    table = connection.ops.quote_name(Task._meta.db_table)
+    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    campaign_filter = " AND campaign_id = %s" if campaign is not None else ""
+    pick = (
+        f"id = (SELECT id FROM {table} WHERE {_CLAIMABLE} AND (suggested_agent = '' OR suggested_agent = %s)"
+        f"{campaign_filter} ORDER BY priority, rank, id LIMIT 1{lock})"
     )
-    if changed != 1:
-        return None
-    TaskClaim.objects.create(task_id=task_id, agent=agent, session=session)
-    task = Task.objects.get(pk=task_id)
-    _task_event("task.claimed", task, actor, agent=agent.slug, session=session.pk if session else None)
-    return task
+    params = [Task.Status.READY, agent.slug] + ([campaign.pk] if campaign is not None else [])
+    task = _claim_update(where=pick, params=params, agent=agent, session=session)
+    return None if task is None else _claim_opened(task=task, agent=agent, session=session, actor=actor)
 
 
 def _check_claimant(*, agent: Agent, session: AgentSession | None) -> None:
@@ -127,30 +162,16 @@ def task_claim_next(
 ) -> Task | None:
     """Claim the best ready task: highest priority, then best rank, then oldest. None if there is none.
 
-    Tasks suggested for another agent are left to it. On PostgreSQL candidates are read
-    with SKIP LOCKED so claimants don't queue on one row; on SQLite the IMMEDIATE
-    transaction already serialises writers.
+    Tasks suggested for another agent are left to it.
     """
     _check_claimant(agent=agent, session=session)
     for _ in range(CLAIM_ATTEMPTS):
         try:
             with transaction.atomic():
-                candidates = Task.objects.filter(status=Task.Status.READY, assignee__isnull=True).filter(
-                    Q(suggested_agent="") | Q(suggested_agent=agent.slug)
-                )
-                if campaign is not None:
-                    candidates = candidates.filter(campaign=campaign)
-                candidates = candidates.order_by("priority", "rank", "id")
-                if connection.features.has_select_for_update_skip_locked:
-                    candidates = candidates.select_for_update(skip_locked=True)
-                task_id = candidates.values_list("pk", flat=True).first()
-                if task_id is None:
-                    return None
-                task = _claim(task_id=task_id, agent=agent, session=session, actor=actor)
-                if task is not None:
-                    return task
+                task = _claim_best(agent=agent, session=session, campaign=campaign, actor=actor)
+            return task
         except IntegrityError:
-            continue  # someone opened a claim on it first; try the next one
+            continue  # an open claim on that task already existed; pick again
     raise DomainError("Too many claimants at once; retry.", code="conflict")
 
 

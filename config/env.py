@@ -88,13 +88,22 @@ def env_database(name: str, default: dict) -> dict:
     if value is None or value.strip() == "":
         return default
     try:
-        config = dj_database_url.parse(value.strip(), conn_max_age=60, conn_health_checks=True)
+        config = dj_database_url.parse(value.strip())
     except (ValueError, KeyError) as exc:
         raise ImproperlyConfigured(f"{name} is not a valid database URL: {exc}") from None
     if config.get("ENGINE") not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
         raise ImproperlyConfigured(f"{name} must be a postgres:// or sqlite:// URL; got {value!r}.")
     if not config.get("NAME"):
         raise ImproperlyConfigured(f"{name} names no database; got {value!r}.")
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # Under ASGI every request runs on a fresh thread, so persistent per-thread
+        # connections are never reused and pile up; a process-wide pool is.
+        config["CONN_MAX_AGE"] = 0
+        config.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": env_int("DATABASE_POOL_MIN", 2, minimum=0),
+            "max_size": env_int("DATABASE_POOL_MAX", 10, minimum=1),
+            "timeout": 10,
+        }
     return config
 
 

@@ -40,7 +40,6 @@ from datetime import datetime, timedelta
 
 import httpx
 from django.conf import settings
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import URLValidator
@@ -49,6 +48,7 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from config.api.errors import DomainError
+from config.cache import shared_cache
 from config.side_effects import after_commit, enqueue_task
 from ledger.models import Event, WebhookDelivery, WebhookSubscription
 
@@ -78,21 +78,21 @@ OPEN = (WebhookDelivery.Status.PENDING, WebhookDelivery.Status.FAILED)
 def webhooks_enabled() -> bool:
     """Is any subscription active? Answered from the cache; one query per FLAG_TTL_SECONDS per cache."""
     try:
-        flag = cache.get(FLAG_KEY)
+        flag = shared_cache().get(FLAG_KEY)
     except Exception:  # the cache is an optimisation: when it is down, ask the database
         logger.warning("cache unavailable; asking the database whether webhooks are on", exc_info=True)
         return WebhookSubscription.objects.filter(active=True).exists()
     if flag is None:
         flag = WebhookSubscription.objects.filter(active=True).exists()
-        cache.set(FLAG_KEY, flag, FLAG_TTL_SECONDS)
+        shared_cache().set(FLAG_KEY, flag, FLAG_TTL_SECONDS)
     return flag
 
 
 def _flag_clear() -> None:
     # Now, for this process; and after commit, because another process may have cached the old
     # answer between now and then.
-    cache.delete(FLAG_KEY)
-    after_commit(lambda: cache.delete(FLAG_KEY))
+    shared_cache().delete(FLAG_KEY)
+    after_commit(lambda: shared_cache().delete(FLAG_KEY))
 
 
 def webhook_secret_generate() -> str:

@@ -137,7 +137,8 @@ class StreamEvent(models.Model):
         MILESTONE = "milestone", "Milestone"
         INPUT_REQUEST = "input_request", "Input request"
 
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: the unique (session, seq) index serves every lookup by session.
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.BigIntegerField()
     type = models.CharField(max_length=20, choices=Type.choices)
     payload = models.JSONField(default=dict, blank=True)

@@ -7,8 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from config.api.errors import DomainError
@@ -207,9 +206,20 @@ def _allocate_seqs(*, session_pk: str, field: str, count: int) -> int:
     The UPDATE locks the session row until commit, so concurrent writers to one session
     get disjoint, increasing ranges.
     """
-    AgentSession.objects.filter(pk=session_pk).update(**{field: F(field) + count})
-    last = AgentSession.objects.filter(pk=session_pk).values_list(field, flat=True).get()
-    return last - count + 1
+    if field not in ("last_event_seq", "last_checkpoint_seq"):
+        raise ValueError(field)
+    table = connection.ops.quote_name(AgentSession._meta.db_table)
+    column = connection.ops.quote_name(field)
+    # One round trip: UPDATE ... RETURNING (PostgreSQL, and SQLite since 3.35).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {column} = {column} + %s WHERE id = %s RETURNING {column}",
+            [count, session_pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise DomainError(f"Session {session_pk!r} not found.", code="not_found")
+    return row[0] - count + 1
 
 
 def _append_system_event(*, session: AgentSession, type: str, payload: dict) -> StreamEvent:

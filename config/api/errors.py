@@ -1,4 +1,6 @@
-"""The one error type services raise; the API layer maps its code to a status."""
+"""Error types. Kept free of rest_framework.views, which the parsers must not import."""
+
+from rest_framework import exceptions, status
 
 
 class DomainError(Exception):
@@ -21,3 +23,9 @@ class DomainError(Exception):
     @property
     def status_code(self) -> int:
         return self.STATUS[self.code]
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "Request body is too large."
+    default_code = "too_large"

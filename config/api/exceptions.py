@@ -5,19 +5,13 @@ import logging
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import DataError
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from config.api.errors import DomainError
+from config.api.errors import DomainError, PayloadTooLarge
 
 logger = logging.getLogger(__name__)
-
-
-class PayloadTooLarge(exceptions.APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "Request body is too large."
-    default_code = "too_large"
 
 
 def _first_message(detail) -> str:

@@ -11,7 +11,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
-from config.api.exceptions import PayloadTooLarge
+from config.api.errors import PayloadTooLarge
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

@@ -8,8 +8,9 @@ atomic ``incr``.
 import time
 
 from django.conf import settings
-from django.core.cache import cache
 from rest_framework.throttling import BaseThrottle
+
+from config.cache import shared_cache
 
 _PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 
@@ -28,14 +29,11 @@ class ApiKeyRateThrottle(BaseThrottle):
         limit, period = parse_rate(settings.API_KEY_THROTTLE_RATE)
         window = int(time.time() // period)
         cache_key = f"throttle:{prefix}:{window}"
-        if cache.add(cache_key, 1, timeout=period + 1):
-            count = 1
-        else:
-            try:
-                count = cache.incr(cache_key)
-            except ValueError:  # expired between add and incr
-                cache.add(cache_key, 1, timeout=period + 1)
-                count = 1
+        store = shared_cache()
+        try:
+            count = store.incr(cache_key)  # one round trip for all but the window's first request
+        except ValueError:  # the window's first request, or the key just expired
+            count = 1 if store.add(cache_key, 1, timeout=period + 1) else store.incr(cache_key)
         self._wait = period - (time.time() % period)
         return count <= limit
 

@@ -14,6 +14,7 @@ from config.api.views import actor_from_request, incoming_items, validate_input,
 from ledger.api.serializers import ToolCallOutput
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s
+from sessions_app.api.fast import stream_event_fast_validate, stream_event_render
 from sessions_app.api.filters import SessionFilter
 
 BATCH_DOC = (
@@ -190,10 +191,13 @@ class SessionEventsView(APIView):
     def post(self, request, session_id: str):
         session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
         valid, invalid, is_batch = incoming_items(
-            request.data, s.StreamEventInput, max_items=settings.API_MAX_BATCH_ITEMS
+            request.data,
+            s.StreamEventInput,
+            max_items=settings.API_MAX_BATCH_ITEMS,
+            fast_path=stream_event_fast_validate,
         )
         results = invalid + (services.stream_events_append(session=session, items=valid) if valid else [])
-        return write_response(results=results, is_batch=is_batch, render=lambda obj: s.StreamEventOutput(obj).data)
+        return write_response(results=results, is_batch=is_batch, render=stream_event_render)
 
 
 class SessionCheckpointsView(APIView):

@@ -1,0 +1,75 @@
+"""Fast paths for the event endpoint, where batches of 1,000 are common.
+
+``stream_event_fast_validate`` accepts only items that are plainly valid and returns what
+``StreamEventInput`` would; anything else returns None and goes through the serializer.
+``stream_event_render`` gives what ``StreamEventOutput`` would. Tests hold both to the
+serializers they shortcut.
+"""
+
+import json
+from functools import cache
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from rest_framework import serializers
+
+from sessions_app.models import StreamEvent
+
+_TYPES = frozenset(StreamEvent.Type.values)
+_KEYS = frozenset({"id", "type", "payload", "timestamp"})
+
+
+@cache
+def _datetime_field() -> serializers.DateTimeField:
+    # Built on first use: DRF reads its settings when a field is made, too early at import.
+    return serializers.DateTimeField()
+
+
+def stream_event_fast_validate(item: dict) -> dict | None:
+    if not item.keys() <= _KEYS:
+        return None
+    kind = item.get("type")
+    if not isinstance(kind, str) or kind not in _TYPES:
+        return None
+    data = {"type": kind}
+    if "id" in item:
+        client_id = item["id"]
+        if client_id is not None and (
+            not isinstance(client_id, str) or not 0 < len(client_id) <= 128 or client_id.strip() != client_id
+        ):
+            return None
+        data["id"] = client_id
+    payload = item.get("payload", {})
+    if not isinstance(payload, dict):
+        return None
+    if (
+        payload
+        and len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+        > settings.EVENT_PAYLOAD_MAX_BYTES
+    ):
+        return None
+    data["payload"] = payload
+    if "timestamp" in item:
+        raw = item["timestamp"]
+        if not isinstance(raw, str):
+            return None
+        try:
+            parsed = parse_datetime(raw)
+        except ValueError:
+            return None
+        if parsed is None or timezone.is_naive(parsed):
+            return None
+        data["timestamp"] = parsed
+    return data
+
+
+def stream_event_render(event: StreamEvent) -> dict:
+    return {
+        "seq": event.seq,
+        "client_id": event.client_id,
+        "type": event.type,
+        "payload": event.payload,
+        "timestamp": _datetime_field().to_representation(event.timestamp),
+        "created_at": _datetime_field().to_representation(event.created_at),
+    }
