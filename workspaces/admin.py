@@ -15,7 +15,9 @@ from config.api.errors import DomainError
 from sessions_app.actors import Actor
 from sessions_app.admin import report_counts
 from workspaces import git
+from workspaces.archival import workspace_archive_request
 from workspaces.models import Artifact, ArtifactVersion, Repository, Workspace, Worktree, WorktreeClaimRequest
+from workspaces.restore import workspace_restore_request
 from workspaces.worktree_claims import worktree_release
 from workspaces.worktree_sync import worktree_config_sync
 from workspaces.worktrees import (
@@ -37,18 +39,61 @@ class WorkspaceAdmin(admin.ModelAdmin):
     search_fields = ("root_path", "=sessions__id", "archive_location")
     ordering = ("-created_at",)
     date_hierarchy = "created_at"
+    # Both queue a worker task; the services refuse what may not be archived or restored.
+    actions = ("archive_now", "restore_archives")
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(session_total=Count("sessions"))
 
     def get_readonly_fields(self, request, obj=None):
-        archive = ("archive_location", "archive_size", "archive_sha256", "created_at", "updated_at")
+        archive = (
+            "archive_location",
+            "archive_size",
+            "archive_sha256",
+            "archive_manifest_sha256",
+            "archive_verified_at",
+            "created_at",
+            "updated_at",
+        )
         # The server chose the folder; moving it is a job for the workspace services, not a form.
         return archive if obj is None else ("root_path", *archive)
 
     @admin.display(description="sessions", ordering="session_total")
     def session_count(self, obj):
         return obj.session_total
+
+    @admin.action(description="Archive now (a worker archives, verifies, then deletes the folder)")
+    def archive_now(self, request, queryset):
+        actor = Actor(user=request.user)
+        queued = 0
+        problems = []
+        for workspace in queryset:
+            try:
+                workspace_archive_request(actor=actor, workspace=workspace)
+            except DomainError as exc:
+                problems.append(f"{workspace}: {exc.message}")
+            else:
+                queued += 1
+        report_counts(request, f"{queued} workspace(s) queued for archival", failed=len(problems))
+        _show_problems(request, problems)
+
+    @admin.action(description="Restore (a worker extracts and verifies the archive)")
+    def restore_archives(self, request, queryset):
+        actor = Actor(user=request.user)
+        queued = already = 0
+        problems = []
+        for workspace in queryset:
+            try:
+                _, was_queued = workspace_restore_request(actor=actor, workspace_id=workspace.pk)
+            except DomainError as exc:
+                problems.append(f"{workspace}: {exc.message}")
+                continue
+            queued += was_queued
+            already += not was_queued
+        report_counts(
+            request, f"{queued} workspace(s) queued for restore", already_active=already, failed=len(problems)
+        )
+        _show_problems(request, problems)
 
 
 class ArtifactVersionInline(admin.TabularInline):

@@ -32,6 +32,16 @@ class Workspace(TimeStampedModel):
     archive_location = models.CharField(max_length=1024, blank=True)
     archive_size = models.BigIntegerField(null=True, blank=True)
     archive_sha256 = models.CharField(max_length=64, blank=True)
+    # sha256 of the manifest stored beside the archive: restore trusts the manifest only if it matches.
+    archive_manifest_sha256 = models.CharField(max_length=64, blank=True)
+    # Set once the archive at archive_location was re-read and matched the folder. From then on
+    # the folder may be deleted; status turns archived only when it is gone, so a run that finds
+    # this set on an active workspace finishes the deletion (workspaces/archival.py).
+    archive_verified_at = models.DateTimeField(null=True, blank=True)
+    # Archival and restore claim the row with a conditional update; the lease outlives the longest
+    # task, so a killed worker's claim lapses and the next run takes over.
+    archive_claimed_by = models.CharField(max_length=32, blank=True, editable=False)
+    archive_claimed_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
