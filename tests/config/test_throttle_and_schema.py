@@ -55,3 +55,10 @@ def test_schema_documents_the_spec_paths(client, tmp_path):
 def test_schema_and_docs_are_served(client):
     assert client.get("/api/schema/").status_code == 200
     assert client.get("/api/docs/").status_code == 200
+
+
+def test_docs_load_swagger_ui_from_our_own_static_files(client):
+    html = client.get("/api/docs/").content.decode()
+
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
+    assert "cdn.jsdelivr" not in html and "unpkg.com" not in html
