@@ -17,6 +17,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
 else:
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}{_suffix}"}  # noqa: F405
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+# Concurrency tests hold one connection per thread (16 and more at once).
+_pool = DATABASES["default"].get("OPTIONS", {}).get("pool")  # noqa: F405
+if isinstance(_pool, dict):
+    _pool["max_size"] = max(_pool.get("max_size", 0), 40)
+# Every request looks its key up, so query counts are the same however fast a test runs;
+# tests/sessions_app/test_api_key_cache.py turns the cache on where it is the subject.
+API_KEY_CACHE_SECONDS = 0
 
 # The embedded broker's folders are per suite too, so a worker started by one suite never
 # takes another suite's messages.
