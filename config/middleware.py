@@ -5,6 +5,9 @@ class SyncChainMiddleware:
     between the event loop and a worker thread at every boundary, about a dozen hops per
     request. A sync-only middleware at the bottom makes every middleware above it run in
     sync mode, so a request crosses from async to sync once.
+
+    config.asgi.SyncChainASGIHandler now builds the chain in sync mode anyway (and runs the
+    view in the same hop); this stays for any server that uses Django's own ASGIHandler.
     """
 
     sync_capable = True

@@ -7,6 +7,8 @@ How an event reaches a receiver:
    Whether one exists is a flag in the cache (``webhooks_enabled``), so the hot path adds no
    query per event; it is cleared when a subscription changes and expires after
    FLAG_TTL_SECONDS, which bounds how stale it can be in a process whose cache is its own.
+   Each process also keeps the answer in memory for FLAG_MEMO_SECONDS (1 s): no Redis call
+   per event either.
 2. ``webhook_deliveries_create`` makes one delivery per matching active subscription. The
    unique (subscription, event) makes a second dispatch of the same event a no-op.
 3. ``webhook_deliver`` claims a delivery with a conditional UPDATE (so two workers never send
@@ -56,6 +58,8 @@ logger = logging.getLogger(__name__)
 
 FLAG_KEY = "ledger:webhooks:any-active"
 FLAG_TTL_SECONDS = 30
+FLAG_MEMO_SECONDS = 1.0  # the flag as this process last read it: [monotonic expiry, value or None]
+_flag_memo: list = [0.0, None]
 RETRY_CAP_SECONDS = 6 * 3600
 RETRY_JITTER = 0.1  # up to 10% added, so receivers coming back are not hit by every retry at once
 # A retry due within this long is queued with a countdown; later ones wait for the sweep, so no
@@ -76,7 +80,17 @@ OPEN = (WebhookDelivery.Status.PENDING, WebhookDelivery.Status.FAILED)
 
 
 def webhooks_enabled() -> bool:
-    """Is any subscription active? Answered from the cache; one query per FLAG_TTL_SECONDS per cache."""
+    """Is any subscription active? Answered from the cache; one query per FLAG_TTL_SECONDS per cache.
+
+    The answer is also kept in process memory for FLAG_MEMO_SECONDS (1 s), because even one
+    Redis GET per claim costs more CPU than the rest of recording the event. A subscription
+    change made in this process clears it at once (``_flag_clear``); one made in another process
+    reaches this one within FLAG_MEMO_SECONDS of the cache flag being cleared, and events
+    recorded in between are picked up by the sweep like those of any stale flag.
+    """
+    expires, memo = _flag_memo
+    if memo is not None and expires > time.monotonic():
+        return memo
     try:
         flag = shared_cache().get(FLAG_KEY)
     except Exception:  # the cache is an optimisation: when it is down, ask the database
@@ -85,14 +99,25 @@ def webhooks_enabled() -> bool:
     if flag is None:
         flag = WebhookSubscription.objects.filter(active=True).exists()
         shared_cache().set(FLAG_KEY, flag, FLAG_TTL_SECONDS)
+    _flag_memo[:] = [time.monotonic() + FLAG_MEMO_SECONDS, flag]
     return flag
+
+
+def flag_memo_clear() -> None:
+    _flag_memo[:] = [0.0, None]
 
 
 def _flag_clear() -> None:
     # Now, for this process; and after commit, because another process may have cached the old
     # answer between now and then.
+    flag_memo_clear()
     shared_cache().delete(FLAG_KEY)
-    after_commit(lambda: shared_cache().delete(FLAG_KEY))
+
+    def again() -> None:
+        flag_memo_clear()
+        shared_cache().delete(FLAG_KEY)
+
+    after_commit(again)
 
 
 def webhook_secret_generate() -> str:

@@ -20,7 +20,7 @@ from django.utils.text import Truncator
 from config.api.errors import DomainError
 from ledger.models import Event, ToolInvocation
 from sessions_app.actors import Actor
-from sessions_app.keys import api_key_create, api_key_revoke
+from sessions_app.keys import api_key_cache_clear, api_key_create, api_key_revoke
 from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
 from sessions_app.services import session_transition
 
@@ -113,6 +113,7 @@ class AgentAdmin(admin.ModelAdmin):
         # Only the agents' own rows change, so a plain UPDATE is enough (no service needed).
         changed = Agent.objects.filter(pk__in=queryset.values("pk")).exclude(status=status)
         n = changed.update(status=status, updated_at=timezone.now())
+        api_key_cache_clear()  # a paused agent is refused work by this process at once
         self.message_user(request, f"{n} agent(s) {verb}.", messages.SUCCESS)
 
     @admin.action(description="Pause selected agents")

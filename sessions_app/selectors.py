@@ -2,7 +2,9 @@
 a scoped lookup here, never an unscoped ``.objects.get``."""
 
 from dataclasses import dataclass
+from functools import cache
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from config.api.errors import DomainError
@@ -21,6 +23,37 @@ def session_get_for_actor(*, actor: Actor, session_id: str, for_update: bool = F
     session = queryset.filter(pk=session_id).first()
     if session is None:
         raise DomainError(f"Session {session_id!r} not found.", code="not_found")
+    if not actor.owns(session.agent_id):
+        raise DomainError(f"Session {session_id!r} belongs to another agent.", code="forbidden")
+    return session
+
+
+# What appending to a session needs of it: who owns it and whether it still takes records.
+_APPEND_FIELDS = ("id", "agent_id", "status")
+
+
+@cache
+def _append_query(vendor: str) -> tuple[str, list[str]]:
+    fields = [f for f in AgentSession._meta.concrete_fields if f.attname in _APPEND_FIELDS]  # model order
+    quote = connection.ops.quote_name
+    sql = (
+        f"SELECT {', '.join(quote(f.column) for f in fields)} FROM {quote(AgentSession._meta.db_table)} "
+        f"WHERE {quote(AgentSession._meta.pk.column)} = %s"
+    )
+    return sql, [f.attname for f in fields]
+
+
+def session_get_for_append(*, actor: Actor, session_id: str) -> AgentSession:
+    """``session_get_for_actor`` for endpoints that only append records to the session (events):
+    the same 404 and 403, from one small query that loads the id, agent id and status (any other
+    field loads when first read)."""
+    sql, attnames = _append_query(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [session_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise DomainError(f"Session {session_id!r} not found.", code="not_found")
+    session = AgentSession.from_db(connection.alias, attnames, row)
     if not actor.owns(session.agent_id):
         raise DomainError(f"Session {session_id!r} belongs to another agent.", code="forbidden")
     return session

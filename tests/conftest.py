@@ -2,6 +2,7 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from ledger.webhooks import flag_memo_clear
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentApiKey
 from tests.factories import AgentFactory, SessionFactory, UserFactory
@@ -31,8 +32,9 @@ def file_roots(settings, tmp_path):
 
 @pytest.fixture(autouse=True)
 def _clear_cache():
-    # Throttle counters live in the cache; a test must not inherit another's.
+    # Throttle counters and the webhooks flag live in the cache; a test must not inherit another's.
     cache.clear()
+    flag_memo_clear()
     yield
 
 

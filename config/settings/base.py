@@ -114,7 +114,8 @@ if REDIS_URL:
     }
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Django's, with one client per pool and a one-round-trip counter (config/cache.py).
+            "BACKEND": "config.cache.RedisCache",
             "LOCATION": REDIS_URL,
         }
     }
@@ -205,6 +206,9 @@ CHECKPOINT_MAX_BYTES = env_int("CHECKPOINT_MAX_BYTES", 1024 * 1024, minimum=1024
 TOOL_SUMMARY_MAX_CHARS = env_int("TOOL_SUMMARY_MAX_CHARS", 2000, minimum=64)
 # Per-key request rate. Generous: a busy agent sends hundreds of requests a second.
 API_KEY_THROTTLE_RATE = env_rate("API_KEY_THROTTLE_RATE", "3000/s")
+# A key lookup is reused in process memory this long (at most 2 s): a revocation or pause made by
+# another process applies within it; one made by this process at once (sessions_app/keys.py).
+API_KEY_CACHE_SECONDS = 2
 HEARTBEAT_TTL_SECONDS = env_int("HEARTBEAT_TTL_SECONDS", 300, minimum=1)
 
 REST_FRAMEWORK = {

@@ -44,6 +44,7 @@ class AgentMeView(APIView):
         actor = actor_from_request(request)
         if actor.agent is None:
             raise DomainError("This endpoint is for agent keys.", code="forbidden")
+        actor.agent.refresh_from_db()  # the key lookup may be up to 2 s old (sessions_app/keys.py)
         return Response(s.AgentOutput(actor.agent).data)
 
 
@@ -189,7 +190,7 @@ class SessionEventsView(APIView):
         description=BATCH_DOC,
     )
     def post(self, request, session_id: str):
-        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        session = selectors.session_get_for_append(actor=actor_from_request(request), session_id=session_id)
         valid, invalid, is_batch = incoming_items(
             request.data,
             s.StreamEventInput,
