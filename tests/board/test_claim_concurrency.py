@@ -5,11 +5,9 @@ the claims really overlap. Runs on SQLite (IMMEDIATE transactions serialise writ
 and on PostgreSQL (SELECT ... FOR UPDATE SKIP LOCKED plus the conditional UPDATE).
 """
 
-import threading
 from collections import Counter
 
 import pytest
-from django.db import connection
 
 from board import services
 from board.models import Task, TaskClaim
@@ -17,34 +15,12 @@ from config.api.errors import DomainError
 from ledger.models import Event
 from sessions_app.actors import Actor
 from tests.factories import AgentFactory
+from tests.threads import run_together
 
 pytestmark = [pytest.mark.concurrency, pytest.mark.django_db(transaction=True)]
 
 THREADS = 16
 TASKS = 500
-
-
-def _run_together(work, arguments: list) -> list[BaseException]:
-    """Run ``work(argument)`` in one thread per argument, started at once; return what they raised."""
-    barrier = threading.Barrier(len(arguments))
-    errors: list[BaseException] = []
-
-    def run(argument):
-        try:
-            barrier.wait(timeout=30)
-            work(argument)
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connection.close()  # this thread's own connection
-
-    threads = [threading.Thread(target=run, args=(argument,)) for argument in arguments]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not any(thread.is_alive() for thread in threads), "a claimant hung"
-    return errors
 
 
 def test_every_task_is_claimed_exactly_once_by_racing_agents():
@@ -63,7 +39,7 @@ def test_every_task_is_claimed_exactly_once_by_racing_agents():
             assert (task.assignee_id, task.status) == (agent.pk, Task.Status.IN_PROGRESS)
             claimed[agent.slug].append(task.pk)
 
-    errors = _run_together(claim_until_empty, agents)
+    errors = run_together(claim_until_empty, agents)
 
     # then nothing went wrong and every task went to exactly one agent
     assert errors == []
@@ -104,7 +80,7 @@ def test_racing_for_one_task_has_exactly_one_winner(round_):
             assert changed is True
             won.append(agent.slug)
 
-    errors = _run_together(claim, agents)
+    errors = run_together(claim, agents)
 
     # then exactly one holds it and the other fifteen were told it is taken by the winner
     assert errors == []

@@ -9,12 +9,12 @@ import threading
 import time
 
 import pytest
-from django.db import connection
 
 from config.api.errors import DomainError
 from ledger.models import Event
 from sessions_app.actors import Actor
 from tests.factories import AgentFactory
+from tests.threads import run_together
 from workspaces.models import Worktree, WorktreeClaimRequest
 from workspaces.worktree_claims import worktree_claim, worktree_release
 from workspaces.worktrees import worktree_create
@@ -22,29 +22,6 @@ from workspaces.worktrees import worktree_create
 pytestmark = [pytest.mark.concurrency, pytest.mark.django_db(transaction=True)]
 
 THREADS = 16
-
-
-def _run_together(work, arguments: list) -> list[BaseException]:
-    """Run ``work(argument)`` in one thread per argument, started at once; return what they raised."""
-    barrier = threading.Barrier(len(arguments))
-    errors: list[BaseException] = []
-
-    def run(argument):
-        try:
-            barrier.wait(timeout=30)
-            work(argument)
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connection.close()  # this thread's own connection
-
-    threads = [threading.Thread(target=run, args=(argument,)) for argument in arguments]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not any(thread.is_alive() for thread in threads), "a claimant hung"
-    return errors
 
 
 @pytest.fixture
@@ -73,7 +50,7 @@ def test_sixteen_agents_race_for_one_worktree_and_exactly_one_wins(worktree, rou
             assert result.outcome == "granted"
             won.append(agent.slug)
 
-    errors = _run_together(claim, agents)
+    errors = run_together(claim, agents)
 
     # then one holds it and fifteen were told who does
     assert errors == []
@@ -118,7 +95,7 @@ def test_sixteen_waiting_agents_are_each_granted_once_in_fifo_order(worktree):
         worktree_release(actor=actor, worktree=Worktree.objects.get(pk=worktree.pk))
 
     # when each then releases in turn
-    errors = _run_together(claim_wait_and_release, agents)
+    errors = run_together(claim_wait_and_release, agents)
 
     # then
     assert errors == []
@@ -149,7 +126,7 @@ def test_concurrent_creates_of_one_worktree_make_one_row_and_one_folder(reposito
         worktree, created = worktree_create(actor=Actor(agent=agent), repository=repository, type="feat", name="same")
         results.append((worktree.pk, created))
 
-    errors = _run_together(create, agents)
+    errors = run_together(create, agents)
 
     # then
     assert errors == []
