@@ -17,6 +17,10 @@ api_v1 = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("board.pages.urls")),
+    path("", include("sessions_app.pages.urls")),
+    path("", include("workspaces.pages.urls")),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

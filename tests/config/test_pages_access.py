@@ -1,0 +1,80 @@
+"""Who may open which page: login required, groups decide, a 403 page otherwise."""
+
+import pytest
+from django.contrib.auth.models import Group
+
+from config.pages import ENGINEERS, PRODUCT_OWNERS
+from tests.factories import UserFactory
+
+BOARD_PAGES = ["/", "/priorities/", "/campaigns/"]
+ENGINEERING_PAGES = ["/sessions/", "/agents/", "/worktrees/"]
+
+
+def _user_in(*groups):
+    user = UserFactory(is_staff=False)
+    user.groups.set(Group.objects.filter(name__in=groups))
+    return user
+
+
+@pytest.mark.django_db
+def test_the_groups_exist():
+    assert set(Group.objects.values_list("name", flat=True)) >= {PRODUCT_OWNERS, ENGINEERS}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", BOARD_PAGES + ENGINEERING_PAGES)
+def test_anonymous_goes_to_login(client, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/?next=")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", BOARD_PAGES)
+def test_product_owner_sees_board_pages(client, url):
+    client.force_login(_user_in(PRODUCT_OWNERS))
+    assert client.get(url).status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ENGINEERING_PAGES)
+def test_product_owner_is_refused_engineering_pages_with_a_403_page(client, url):
+    client.force_login(_user_in(PRODUCT_OWNERS))
+    response = client.get(url)
+    assert response.status_code == 403
+    assert b"You may not open this page" in response.content
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", BOARD_PAGES + ENGINEERING_PAGES)
+def test_engineer_sees_everything(client, url):
+    client.force_login(_user_in(ENGINEERS))
+    assert client.get(url).status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", BOARD_PAGES)
+def test_user_in_no_group_is_refused(client, url):
+    client.force_login(_user_in())
+    assert client.get(url).status_code == 403
+
+
+@pytest.mark.django_db
+def test_login_page_logs_in_and_goes_to_the_board(client):
+    user = _user_in(PRODUCT_OWNERS)
+    user.set_password("pw-for-tests-only")
+    user.save()
+    page = client.get("/accounts/login/")
+    assert page.status_code == 200
+    assert b'name="username"' in page.content
+    response = client.post("/accounts/login/", {"username": user.username, "password": "pw-for-tests-only"})
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+
+
+@pytest.mark.django_db
+def test_wrong_password_says_so(client):
+    user = _user_in(PRODUCT_OWNERS)
+    response = client.post("/accounts/login/", {"username": user.username, "password": "wrong"})
+    assert response.status_code == 200
+    assert b"didn't match" in response.content
