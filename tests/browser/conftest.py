@@ -1,0 +1,119 @@
+"""Browser tests: Playwright driving Debian's Chromium against the app served by uvicorn.
+
+Chromium comes from Debian (`apt-get install chromium`; .ci/run installs it): Playwright's own
+browser download can't work on these machines. Where it is missing the tests are skipped with
+the reason, unless REQUIRE_BROWSER is set (CI sets it), where they fail instead.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group
+
+from config.pages import ENGINEERS, PRODUCT_OWNERS
+from tests.browser.server import ServerProcess
+from tests.factories import UserFactory
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+PASSWORD = "browser-test-pw-1"
+
+pytestmark = pytest.mark.browser
+
+
+def _chromium_or_skip() -> str:
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    reason = f"Chromium not found at {CHROMIUM}: apt-get install chromium"
+    if os.environ.get("REQUIRE_BROWSER"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser_type():
+    executable = _chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop running in this thread while it is open; the
+    # ORM calls a test makes between browser steps are still plain sync code. Only for as long
+    # as the browser is open: the rest of the suite keeps Django's check.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def live_app(transactional_db, tmp_path):
+    """The app on a free localhost port, against this test's database."""
+    server = ServerProcess(tmp_path / "server.log").start()
+    yield server
+    server.stop()
+
+
+def person(*groups: str, username: str):
+    user = UserFactory(username=username, is_staff=ENGINEERS in groups)
+    user.set_password(PASSWORD)
+    user.save()
+    user.groups.set(Group.objects.filter(name__in=groups))
+    return user
+
+
+@pytest.fixture
+def product_owner(transactional_db):
+    return person(PRODUCT_OWNERS, username="olivia")
+
+
+@pytest.fixture
+def engineer(transactional_db):
+    return person(ENGINEERS, username="erin")
+
+
+@pytest.fixture
+def new_page(live_app, browser_type):
+    """Open a fresh browser context (its own cookies) logged in as ``user``."""
+    contexts = []
+
+    def open_as(user, *, width: int = 1280, height: int = 900):
+        context = browser_type.new_context(viewport={"width": width, "height": height}, base_url=live_app.url)
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.goto("/accounts/login/")
+        page.get_by_label("Username").fill(user.username)
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        return page
+
+    yield open_as
+    for context in contexts:
+        context.close()
+
+
+def screenshot(page, name: str) -> Path:
+    """Keep a screenshot as a test artefact under var/screenshots/ (not in git)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
