@@ -1,4 +1,8 @@
+import json
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -6,6 +10,7 @@ from board.models import Task
 from board.services import campaign_create, task_create
 from sessions_app.actors import Actor
 from sessions_app.keys import agent_get_or_create, api_key_create
+from config.pages import PRODUCT_OWNERS
 from sessions_app.models import AgentApiKey
 
 DEMO_TASKS = [
@@ -16,10 +21,52 @@ DEMO_TASKS = [
 ]
 
 
+DEMO_PRIORITIES = """# Q4 priorities
+
+**Priority Level:** Medium
+
+## P0 Critical
+- [ ] Fix the login redirect loop @demo-agent #auth
+  Users on Safari bounce between /login and /home.
+- [x] Rotate the leaked staging key
+
+## High
+1. [ ] Speed up the board for large campaigns #performance
+
+## Nice to have
+* [ ] Dark mode for the board #frontend
+"""
+
+DEMO_CAMPAIGN = {
+    "type": "marketing-campaign",
+    "name": "Spring developer webinar",
+    "priority": "medium",
+    "deliverables": ["landing-page", "email-invite", "follow-up-survey"],
+    "target_audience": "platform engineers",
+    "leads": [{"name": "Ada Byron", "company": "Analytical Engines", "email": "ada@example.com", "score": 80}],
+}
+
+
+def _write_demo_inputs() -> list[str]:
+    """A sample priority file and campaign definition, so the import pages have something to show."""
+    written = []
+    samples = [
+        (settings.REPORTS_DIR / "demo-priorities.md", DEMO_PRIORITIES),
+        (settings.TASK_DEFS_DIR / "demo-webinar.json", json.dumps(DEMO_CAMPAIGN, indent=2) + "\n"),
+    ]
+    for path, text in samples:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text(text, encoding="utf-8")
+            written.append(str(path))
+    return written
+
+
 class Command(BaseCommand):
     help = (
-        "Prepare the embedded demo: an admin user (admin / admin, local use only), a demo agent "
-        "with a fresh API key, and a few tasks and a campaign the first time. Safe to run again."
+        "Prepare the embedded demo: an admin user (admin / admin) and a product owner (owner / owner), "
+        "local use only; a demo agent with a fresh API key; a few tasks and a campaign the first time; "
+        "a sample priority file and campaign definition to import. Safe to run again."
     )
 
     def add_arguments(self, parser):
@@ -34,6 +81,12 @@ class Command(BaseCommand):
         if not User.objects.filter(username="admin").exists():
             User.objects.create_superuser("admin", "admin@example.com", "admin")
             self.stdout.write("Created the demo admin user: admin / admin (change it before sharing this machine).")
+        if not User.objects.filter(username="owner").exists():
+            owner = User.objects.create_user("owner", "owner@example.com", "owner")
+            owner.groups.add(Group.objects.get(name=PRODUCT_OWNERS))
+            self.stdout.write("Created the demo product owner: owner / owner.")
+        for path in _write_demo_inputs():
+            self.stdout.write(f"Wrote a sample import file: {path}")
         agent = agent_get_or_create(slug="demo-agent", display_name="Demo agent", provider="claude")
         issued = api_key_create(
             agent=agent, name="make run", scopes=[AgentApiKey.Scope.AGENT, AgentApiKey.Scope.ORCHESTRATE]
@@ -55,6 +108,7 @@ class Command(BaseCommand):
         base = f"http://127.0.0.1:{port}"
         self.stdout.write(
             "\nSwitchyard is starting:\n"
+            f"  board      {base}/   (owner / owner, or admin / admin)\n"
             f"  admin      {base}/admin/   (admin / admin)\n"
             f"  API docs   {base}/api/docs/\n"
             f"  health     {base}/healthz\n"
