@@ -8,9 +8,9 @@ from django.db import transaction
 
 from board.models import Task
 from board.services import campaign_create, task_create
+from config.pages import PRODUCT_OWNERS
 from sessions_app.actors import Actor
 from sessions_app.keys import agent_get_or_create, api_key_create
-from config.pages import PRODUCT_OWNERS
 from sessions_app.models import AgentApiKey
 
 DEMO_TASKS = [
