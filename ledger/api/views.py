@@ -61,3 +61,23 @@ class ToolCallDetailView(APIView):
         data = validate_input(ToolCallFinishInput, request.data)
         call, _ = services.tool_call_finish(tool_call=call, data=data)
         return Response(ToolCallOutput(call).data)
+
+
+class SessionToolCallByClientIdView(APIView):
+    """A call addressed by the client id it was recorded with, so a client that only knows its own
+    id (a hook process that never saw the server's answer, a replayed spool) can finish it."""
+
+    @extend_schema(responses=ToolCallOutput, summary="Read a tool call by its client id")
+    def get(self, request, session_id: str, client_id: str):
+        session = session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        return Response(ToolCallOutput(selectors.tool_call_get_by_client_id(session=session, client_id=client_id)).data)
+
+    @extend_schema(
+        request=ToolCallFinishInput, responses=ToolCallOutput, summary="Finish a running tool call by its client id"
+    )
+    def patch(self, request, session_id: str, client_id: str):
+        session = session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        data = validate_input(ToolCallFinishInput, request.data)
+        call = selectors.tool_call_get_by_client_id(session=session, client_id=client_id)
+        call, _ = services.tool_call_finish(tool_call=call, data=data)
+        return Response(ToolCallOutput(call).data)
