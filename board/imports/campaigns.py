@@ -1,0 +1,189 @@
+"""Campaign definitions (TASK_DEFS_DIR/*.json) into a campaign, its deliverable tasks and leads.
+
+The file is the campaign's identity (``Campaign.source_file``, unique), so importing again
+updates the campaign's fields, adds deliverables and leads that are new and never duplicates.
+Re-importing never removes anything: a deliverable dropped from the file keeps its task, and
+leads already known (by email, else by name and company) keep the status and score people gave
+them on the way.
+
+``board.services.campaign_create`` is not used: its tasks carry no identity, so a second import
+could not find them; the task shape (title, labels, priority, ready) is the same.
+"""
+
+import hashlib
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from board.imports.access import import_authorise
+from board.imports.campaign_parse import CampaignDef, LeadDef, campaign_definition_parse
+from board.imports.files import ImportFile, import_file_read, import_files_list
+from board.live import board_push_tasks
+from board.models import Campaign, Lead, Task
+from board.services import RANK_STEP
+from config.api.errors import DomainError
+from ledger.events import event_record
+from sessions_app.actors import Actor
+
+SUFFIX = ".json"
+CAMPAIGN_FIELDS = ("name", "type", "priority", "deliverables", "target_audience", "goal", "starts_on", "ends_on")
+
+
+@dataclass(frozen=True)
+class CampaignImportResult:
+    campaign: Campaign
+    created: bool  # True when this import made the campaign, False when it updated it
+    campaign_fields: list[str]  # fields the import changed on an existing campaign
+    tasks_created: list[int]
+    tasks_updated: list[int]
+    leads_created: int
+
+    @property
+    def changed_anything(self) -> bool:
+        return self.created or bool(self.campaign_fields or self.tasks_created or self.tasks_updated)
+
+
+def campaign_files() -> list[ImportFile]:
+    return import_files_list(root=settings.TASK_DEFS_DIR, suffix=SUFFIX)
+
+
+def deliverable_key(*, file_name: str, deliverable: str) -> str:
+    """A deliverable task's identity: the definition file and the deliverable, case-folded."""
+    text = f"campaign\x1f{file_name}\x1f{' '.join(deliverable.split()).casefold()}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def campaign_import(*, actor: Actor, file_name: object) -> CampaignImportResult:
+    """Create or update the campaign defined by ``file_name``; idempotent."""
+    import_authorise(actor=actor, what="Importing campaigns")
+    text = import_file_read(root=settings.TASK_DEFS_DIR, name=file_name, suffix=SUFFIX, folder="TASK_DEFS_DIR")
+    name = str(file_name)
+    definition = campaign_definition_parse(text, file_name=name)
+    try:
+        with transaction.atomic():
+            return _import(actor=actor, name=name, definition=definition)
+    except IntegrityError:
+        # Two imports of one new file at once: the unique source_file lets one create it.
+        raise DomainError(f"Another import of {name!r} ran at the same time; run it again.", code="conflict") from None
+
+
+def _import(*, actor: Actor, name: str, definition: CampaignDef) -> CampaignImportResult:
+    values = {
+        "name": definition.name or definition.type,
+        "type": definition.type,
+        "priority": definition.priority,
+        "deliverables": list(definition.deliverables),
+        "target_audience": definition.target_audience,
+        "goal": definition.goal,
+        "starts_on": definition.starts_on,
+        "ends_on": definition.ends_on,
+    }
+    campaign = Campaign.objects.select_for_update().filter(source_file=name).first()
+    created = campaign is None
+    if created:
+        campaign = Campaign.objects.create(source_file=name, **values)
+        changed_fields = []
+        _campaign_event("campaign.created", campaign, actor, deliverables=len(definition.deliverables))
+    else:
+        changed_fields = [field for field in CAMPAIGN_FIELDS if getattr(campaign, field) != values[field]]
+        if changed_fields:
+            for field in changed_fields:
+                setattr(campaign, field, values[field])
+            campaign.save(update_fields=[*changed_fields, "updated_at"])
+            _campaign_event("campaign.updated", campaign, actor, fields=changed_fields)
+    tasks_created, tasks_updated = _deliverable_tasks(actor=actor, campaign=campaign, name=name)
+    leads_created = _leads_add(campaign=campaign, leads=definition.leads)
+    result = CampaignImportResult(campaign, created, changed_fields, tasks_created, tasks_updated, leads_created)
+    if tasks_created or tasks_updated:
+        board_push_tasks(task_ids=tasks_created + tasks_updated)
+    return result
+
+
+def _campaign_event(event: str, campaign: Campaign, actor: Actor, **payload) -> None:
+    event_record(
+        name=event,
+        subject_type="campaign",
+        subject_id=campaign.pk,
+        actor=actor.label,
+        payload={"name": campaign.name, "source_file": campaign.source_file, **payload},
+    )
+
+
+def _task_fields(campaign: Campaign, deliverable: str) -> dict:
+    # The same shape campaign_create gives a deliverable's task.
+    return {
+        "title": f"{campaign.name}: {deliverable}",
+        "description": campaign.goal,
+        "priority": campaign.priority,
+        "labels": [campaign.type, deliverable],
+    }
+
+
+def _deliverable_tasks(*, actor: Actor, campaign: Campaign, name: str) -> tuple[list[int], list[int]]:
+    keys = {deliverable_key(file_name=name, deliverable=d): d for d in campaign.deliverables}
+    existing = {task.source_key: task for task in Task.objects.filter(source_key__in=keys).order_by("pk")}
+    top = Task.objects.filter(status=Task.Status.READY).aggregate(top=Max("rank"))["top"] or 0
+    rows, updated = [], []
+    for key, deliverable in keys.items():
+        wanted = _task_fields(campaign, deliverable)
+        task = existing.get(key)
+        if task is None:
+            top += RANK_STEP
+            rows.append(
+                Task(status=Task.Status.READY, rank=top, campaign=campaign, source_file=name, source_key=key, **wanted)
+            )
+            continue
+        # Title, priority and labels follow the file; status and holder stay with the board.
+        changes = {field: value for field, value in wanted.items() if getattr(task, field) != value}
+        if changes:
+            Task.objects.filter(pk=task.pk).update(**changes, updated_at=timezone.now())
+            _task_event("task.updated", task.pk, actor, title=wanted["title"], fields=sorted(changes))
+            updated.append(task.pk)
+    tasks = Task.objects.bulk_create(rows)
+    for task in tasks:
+        _task_event("task.created", task.pk, actor, title=task.title, status=task.status, campaign=campaign.pk)
+    return [task.pk for task in tasks], updated
+
+
+def _task_event(event: str, task_id: int, actor: Actor, *, title: str, **payload) -> None:
+    event_record(
+        name=event,
+        subject_type="task",
+        subject_id=task_id,
+        actor=actor.label,
+        payload={"title": title[:200], **payload},
+    )
+
+
+def lead_identity(*, name: str, company: str, email: str) -> tuple[str, ...]:
+    if email:
+        return ("email", email.casefold())
+    return ("name", " ".join(name.split()).casefold(), " ".join(company.split()).casefold())
+
+
+def _leads_add(*, campaign: Campaign, leads: tuple[LeadDef, ...]) -> int:
+    known = {
+        lead_identity(name=n, company=c, email=e)
+        for n, c, e in Lead.objects.filter(campaign=campaign).values_list("name", "company", "email")
+    }
+    rows = []
+    for lead in leads:
+        identity = lead_identity(name=lead.name, company=lead.company, email=lead.email)
+        if identity in known:
+            continue
+        known.add(identity)
+        rows.append(
+            Lead(
+                campaign=campaign,
+                name=lead.name,
+                company=lead.company,
+                email=lead.email,
+                status=lead.status,
+                score=lead.score,
+            )
+        )
+    Lead.objects.bulk_create(rows)
+    return len(rows)

@@ -1,0 +1,46 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from board.imports.campaigns import campaign_files, campaign_import
+from config.api.errors import DomainError
+from sessions_app.actors import SYSTEM
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a campaign definition from TASK_DEFS_DIR: the campaign, one ready task per deliverable and "
+        "its leads. Importing the same file again updates the campaign and adds what is missing; nothing is "
+        "duplicated or removed."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file_name", nargs="?", help="A .json file directly in TASK_DEFS_DIR, e.g. launch.json.")
+        parser.add_argument("--list", dest="list_only", action="store_true", help="List the campaign definitions and exit.")
+
+    def handle(self, *args, file_name, list_only, **options):
+        if list_only or not file_name:
+            files = campaign_files()
+            if not files:
+                self.stdout.write("No .json files in TASK_DEFS_DIR yet.")
+            for info in files:
+                self.stdout.write(f"{info.name}  ({info.size} bytes)")
+            if not file_name and not list_only:
+                raise CommandError("Give the name of a file to import (see the list above).")
+            return
+        try:
+            result = campaign_import(actor=SYSTEM, file_name=file_name)
+        except DomainError as exc:
+            raise CommandError(exc.message) from None
+        campaign = result.campaign
+        if result.created:
+            verb = "Created"
+        elif result.changed_anything or result.leads_created:
+            verb = "Updated"
+        else:
+            verb = "Unchanged:"
+        self.stdout.write(self.style.SUCCESS(f"{verb} campaign #{campaign.pk} {campaign.name!r} ({campaign.priority})"))
+        if result.campaign_fields:
+            self.stdout.write(f"  fields changed: {', '.join(result.campaign_fields)}")
+        self.stdout.write(
+            f"  deliverable tasks: {len(result.tasks_created)} created, {len(result.tasks_updated)} updated; "
+            f"leads: {result.leads_created} added"
+        )
