@@ -6,6 +6,8 @@ import django
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIHandler
 
+from config.asgi_stream import AfterBodyReceive, StreamedBody, is_streamed
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 
@@ -23,6 +25,17 @@ class SyncChainASGIHandler(ASGIHandler):
 
     def load_middleware(self, is_async=False):
         super().load_middleware(is_async=False)
+
+    async def handle(self, scope, receive, send):
+        # File uploads are streamed to the view instead of spooled first (config/asgi_stream.py).
+        if is_streamed(scope):
+            receive = AfterBodyReceive(receive, StreamedBody(receive))
+        return await super().handle(scope, receive, send)
+
+    async def read_body(self, receive):
+        if isinstance(receive, AfterBodyReceive):
+            return receive.body
+        return await super().read_body(receive)
 
     async def get_response_async(self, request):
         # BaseHandler.get_response is get_response_async's sync twin (URLconf, chain, closers, 4xx/5xx log).
