@@ -9,6 +9,7 @@ from django.core.management import call_command
 from board import services
 from board.imports.priorities import GONE_NOTE, priorities_apply, priorities_files, priorities_preview
 from board.models import Task
+from config.api.errors import DomainError
 from ledger.models import Event
 from sessions_app.actors import SYSTEM, Actor
 from tests.board.helpers import board_state, task_events
@@ -203,3 +204,21 @@ def test_the_command_refuses_a_traversal_name_and_writes_nothing(reports):
     with pytest.raises(CommandError, match=r"Refused path: it contains a '\.\.' component"):
         call_command("import_priorities", "../q3.md")
     assert Task.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("q3\x00.md", "Refused path: it contains a NUL byte."),
+        ("/tmp/q3.md", "Refused path: it is absolute."),
+        ("%2e%2e/q3.md", "Refused path: it contains a percent-encoded sequence."),
+        (5, "Refused path: the path must be a string."),
+    ],
+)
+def test_the_service_refuses_unsafe_names_itself(reports, name, message):
+    reports(FILE)
+
+    with pytest.raises(DomainError) as caught:
+        priorities_preview(file_name=name)
+
+    assert caught.value.message == message

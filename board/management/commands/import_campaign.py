@@ -14,7 +14,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file_name", nargs="?", help="A .json file directly in TASK_DEFS_DIR, e.g. launch.json.")
-        parser.add_argument("--list", dest="list_only", action="store_true", help="List the campaign definitions and exit.")
+        parser.add_argument(
+            "--list", dest="list_only", action="store_true", help="List the campaign definitions and exit."
+        )
 
     def handle(self, *args, file_name, list_only, **options):
         if list_only or not file_name:
