@@ -8,6 +8,7 @@ from config.api.errors import DomainError
 from config.idempotency import IncomingItem, ItemResult, canonical_sha256
 from ledger.models import ToolInvocation
 from ledger.redaction import summarize
+from sessions_app.live import session_push
 from sessions_app.models import AgentSession
 from sessions_app.services import session_records_write
 
@@ -63,7 +64,9 @@ def tool_calls_record(*, session: AgentSession, items: list[IncomingItem]) -> li
                     **_summaries(data),
                 )
             )
-        return ToolInvocation.objects.bulk_create(rows)
+        created = ToolInvocation.objects.bulk_create(rows)
+        session_push(session_id=session.pk, tool_calls_created=[row.pk for row in created])
+        return created
 
     return session_records_write(model=ToolInvocation, session=session, items=items, create_rows=create)
 
@@ -89,6 +92,7 @@ def tool_call_finish(*, tool_call: ToolInvocation, data: dict) -> tuple[ToolInvo
     )
     tool_call.refresh_from_db()
     if changed:
+        session_push(session_id=tool_call.session_id, tool_calls_finished=[tool_call.pk])
         return tool_call, True
     if tool_call.status == status and all(getattr(tool_call, name) == value for name, value in fields.items()):
         return tool_call, False

@@ -14,6 +14,7 @@ from config.api.errors import DomainError
 from config.idempotency import IncomingItem, ItemResult, resolve_replays
 from ledger.events import event_record
 from sessions_app.actors import Actor
+from sessions_app.live import session_push
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
 from workspaces.services import workspace_create_for_session, workspace_discard_empty, workspace_shared
 from workspaces.worktree_claims import worktree_leases_renew
@@ -169,9 +170,10 @@ def session_transition(
         session.ended_at = now
         update_fields.append("ended_at")
     session.save(update_fields=update_fields)
-    _append_system_event(
+    event = _append_system_event(
         session=session, type=StreamEvent.Type.STATUS_CHANGE, payload={"from": previous, "to": status, "reason": reason}
     )
+    session_push(session_id=session.pk, seqs=(event.seq, event.seq), status=True)
     if status in (Status.CANCELLED, Status.FAILED):
         # Work the session can no longer do goes back to the board for someone else.
         from board.services import task_claims_release_for_session
@@ -283,7 +285,9 @@ def stream_events_append(*, session: AgentSession, items: list[IncomingItem]) ->
             )
             for offset, item in enumerate(fresh)
         ]
-        return StreamEvent.objects.bulk_create(rows)
+        created = StreamEvent.objects.bulk_create(rows)
+        session_push(session_id=session.pk, seqs=(first, first + len(rows) - 1))
+        return created
 
     return session_records_write(model=StreamEvent, session=session, items=items, create_rows=create)
 
@@ -319,9 +323,10 @@ def milestone_record(*, actor: Actor, session: AgentSession, item: IncomingItem)
         milestone = Milestone.objects.create(
             session=session, text=text, client_id=item.client_id, body_sha256=item.body_sha256
         )
-        _append_system_event(
+        event = _append_system_event(
             session=session, type=StreamEvent.Type.MILESTONE, payload={"text": text, "milestone": milestone.pk}
         )
+        session_push(session_id=session.pk, seqs=(event.seq, event.seq))
         return [milestone]
 
     return session_records_write(model=Milestone, session=session, items=[item], create_rows=create)[0]

@@ -24,3 +24,14 @@ def worktree_get(*, worktree_id: int) -> Worktree:
     if worktree is None:
         raise DomainError(f"Worktree {worktree_id} not found.", code="not_found")
     return worktree
+
+
+def worktree_monitor_list() -> list:
+    """Active worktrees with their status (``worktree_status``: git is asked once per worktree)."""
+    from workspaces.worktree_status import worktree_status
+
+    worktrees = Worktree.objects.filter(status=Worktree.Status.ACTIVE).select_related("repository", "holder")
+    return [
+        (worktree, worktree_status(worktree=worktree))
+        for worktree in worktrees.order_by("repository__name", "type", "name")
+    ]

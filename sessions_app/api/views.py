@@ -175,8 +175,8 @@ class SessionEventsView(APIView):
     )
     def get(self, request, session_id: str):
         session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
-        after_seq = _int_param(request, "after_seq", default=0, minimum=0)
-        limit = _int_param(request, "limit", default=100, minimum=1, maximum=1000)
+        after_seq = int_param(request, "after_seq", default=0, minimum=0)
+        limit = int_param(request, "limit", default=100, minimum=1, maximum=1000)
         rows, has_more = selectors.stream_events_after(session=session, after_seq=after_seq, limit=limit)
         next_after = rows[-1].seq if rows else after_seq
         return Response(
@@ -249,7 +249,7 @@ class SessionMilestonesView(APIView):
         return Response(s.MilestoneOutput(session.milestones.order_by("created_at", "id"), many=True).data)
 
 
-def _int_param(request, name: str, *, default: int, minimum: int, maximum: int = 2**63 - 1) -> int:
+def int_param(request, name: str, *, default: int, minimum: int, maximum: int = 2**63 - 1) -> int:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
