@@ -10,6 +10,7 @@ from django.contrib import admin, messages
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
+from board.live import board_push_tasks
 from board.models import Campaign, Lead, SyncedFile, SyncIssue, Task, TaskClaim
 from board.services import campaign_create, task_create, task_release
 from board.sync import state_sync, state_sync_queue
@@ -124,10 +125,21 @@ class TaskAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             super().save_model(request, obj, form, change)
+            board_push_tasks(task_ids=[obj.pk])
             return
         fields = {name: form.cleaned_data[name] for name in self.add_fields}
         fields["labels"] = fields["labels"] or []
         _load_created(obj, task_create(actor=Actor(user=request.user), **fields))
+
+    def delete_model(self, request, obj):
+        pk = obj.pk  # Django clears it on delete
+        super().delete_model(request, obj)
+        board_push_tasks(task_ids=[pk])  # the boards find it gone and drop the card
+
+    def delete_queryset(self, request, queryset):
+        pks = list(queryset.values_list("pk", flat=True))
+        super().delete_queryset(request, queryset)
+        board_push_tasks(task_ids=pks)
 
     @admin.action(description="Release claim (back to ready)")
     def release_claims(self, request, queryset):

@@ -1,13 +1,132 @@
 """Live board pushes (issue 5): every change to a task reaches every open board after commit.
 
-Callers that change tasks outside the services that already push call ``board_push_tasks``
-with the ids they touched; it defers the broadcast with ``transaction.on_commit``.
+The writer's side is cheap on purpose, because it runs on the API's hot paths: after commit it
+takes the next board-wide sequence number (an in-process counter with the in-memory channel
+layer, Redis INCR otherwise: no SQL query) and sends one group message with the changed task
+ids. Rendering happens in the consumers (board/consumers.py), once per process and message,
+from the same partials the page uses, so nobody connected costs no rendering at all.
+
+Group message: ``{"type": "board.tasks_changed", "id": <uuid hex>, "seq": <int>, "task_ids": [..]}``.
 """
 
+import itertools
+import threading
+import uuid
 from collections.abc import Iterable
+from functools import cache
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+
+from config.side_effects import after_commit
+
+BOARD_GROUP = "board"
+SEQ_KEY = "switchyard:board:seq"
+
+_local_seq = itertools.count(1)
+_local_seq_lock = threading.Lock()
+_local_seq_last = 0
+
+
+@cache
+def _redis():
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+def board_seq_next() -> int:
+    """The next board-wide sequence number, shared by every process that shares the channel layer.
+
+    A Redis restart starts the count again at 1; clients treat a number that goes back as a
+    gap and refetch the board, so nothing is missed.
+    """
+    global _local_seq_last
+    if settings.REDIS_URL:
+        return int(_redis().incr(SEQ_KEY))
+    with _local_seq_lock:
+        _local_seq_last = next(_local_seq)
+        return _local_seq_last
+
+
+def board_seq_current() -> int:
+    """The last number handed out (0 if none): the page carries it so the client spots what it missed."""
+    if settings.REDIS_URL:
+        return int(_redis().get(SEQ_KEY) or 0)
+    return _local_seq_last
+
+
+class _Batch:
+    """The task ids one transaction changed; flushed once, after it commits."""
+
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+    def flush(self) -> None:
+        if self.ids:
+            _send(sorted(self.ids))
+
+
+def _send(task_ids: list[int]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": "board.tasks_changed", "id": uuid.uuid4().hex, "seq": board_seq_next(), "task_ids": task_ids}
+    async_to_sync(layer.group_send)(BOARD_GROUP, message)
 
 
 def board_push_tasks(*, task_ids: Iterable[int]) -> None:
-    """Queue a push of the given tasks' cards to every open board, after commit."""
-    # Filled in by the board's live-update work; until then nothing is pushed.
-    return None
+    """Queue a push of the given tasks' cards to every open board, after commit.
+
+    Calls in one transaction share one message. A rolled-back transaction drops its callback,
+    so nothing is sent for it; a rolled-back savepoint may leave its ids in the batch, which
+    only re-sends cards as they are.
+    """
+    ids = {int(task_id) for task_id in task_ids if task_id is not None}
+    if not ids:
+        return
+    connection = transaction.get_connection()
+    if not connection.in_atomic_block:
+        _send(sorted(ids))  # autocommit: the change is already committed
+        return
+    batch = getattr(connection, "_board_push_batch", None)
+    # The batch belongs to this transaction only while its callback is still queued on it.
+    if batch is None or not any(func == batch.flush for _, func, _ in connection.run_on_commit):
+        batch = _Batch()
+        connection._board_push_batch = batch
+        after_commit(batch.flush)
+    batch.ids |= ids
+
+
+def board_cards_render(*, task_ids: list[int]) -> dict:
+    """The changed cards and every column count as out-of-band HTML, from the page's partials.
+
+    Returns ``{"html": ..., "removed": [ids of tasks that no longer exist]}``: three queries
+    however many cards (cards, counts; the template loader caches after the first).
+    """
+    from django.template.loader import render_to_string
+
+    from board.board_selectors import board_cards, board_column_counts
+
+    cards = board_cards(task_ids=task_ids)
+    found = {task.pk for task in cards}
+    counts = board_column_counts()
+    prefix = task_url_prefix()
+    parts = [
+        render_to_string("board/_card.html", {"task": task, "oob": True, "task_url_prefix": prefix}) for task in cards
+    ]
+    parts += [
+        render_to_string("board/_column_count.html", {"status": status, "count": count, "oob": True})
+        for status, count in counts.items()
+    ]
+    return {"html": "".join(parts), "removed": [task_id for task_id in task_ids if task_id not in found]}
+
+
+@cache
+def task_url_prefix() -> str:
+    """'/tasks/': the detail URL without its id, reversed once rather than once per card."""
+    from django.urls import reverse
+
+    return reverse("board:task", args=[1])[: -len("1/")]

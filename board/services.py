@@ -4,6 +4,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task, TaskClaim
 from config.api.errors import DomainError
 from ledger.events import event_record
@@ -92,6 +93,7 @@ def task_create(
             extra={"errors": {name: ["Already used by another task."] for name in taken}},
         ) from None
     _task_event("task.created", task, actor)
+    board_push_tasks(task_ids=[task.pk])
     return task
 
 
@@ -117,6 +119,7 @@ def _claim_update(*, where: str, params: list, agent: Agent, session: AgentSessi
 def _claim_opened(*, task: Task, agent: Agent, session: AgentSession | None, actor: Actor) -> Task:
     TaskClaim.objects.create(task_id=task.pk, agent=agent, session=session)
     _task_event("task.claimed", task, actor, agent=agent.slug, session=session.pk if session else None)
+    board_push_tasks(task_ids=[task.pk])
     return task
 
 
@@ -227,6 +230,7 @@ def _end_claim(*, actor: Actor, task: Task, outcome: str, new_status: str, error
         task.rank = _next_rank(Task.Status.READY) if outcome == TaskClaim.Outcome.FAILED else task.rank
         update.append("rank")
     task.save(update_fields=update)
+    board_push_tasks(task_ids=[task.pk])
     return task, True
 
 

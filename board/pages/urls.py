@@ -6,6 +6,8 @@ app_name = "board"
 
 urlpatterns = [
     path("", board_views.board, name="board"),
+    path("tasks/<int64:task_id>/", board_views.task_panel, name="task"),
+    path("tasks/<int64:task_id>/move/", board_views.task_move_view, name="task_move"),
     path("priorities/", import_views.priorities, name="priorities"),
     path("campaigns/", import_views.campaigns, name="campaigns"),
     path("priorities/preview/", import_views.priorities_preview_partial, name="priorities_preview"),

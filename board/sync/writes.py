@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from django.db import connection
 from django.db.models import Max
 
+from board.live import board_push_tasks
 from board.models import SyncedFile, SyncIssue, Task
 from board.sync.files import DiskFile, FileContent
 from board.sync.parse import ORCHESTRATOR, AgentState, OrchestratorState, SpecialistFailure
@@ -311,6 +312,7 @@ def _tasks_write(works, agents, now, result: BatchResult, events: list[Event]) -
     Task.objects.bulk_create(created, batch_size=BULK_BATCH)
     if updated:
         Task.objects.bulk_update(list(updated.values()), sorted(update_fields | {"updated_at"}), batch_size=BULK_BATCH)
+    board_push_tasks(task_ids=[task.pk for task in created] + list(updated))
     for task in created:
         events.append(_event("task.created", "task", task.pk, _task_payload(task)))
     for task, previous in moves:
