@@ -1,0 +1,175 @@
+"""`switchyard mcp` over stdio, driven by the mcp package's own client, against the live app."""
+
+import json
+import threading
+
+import pytest
+
+from board.models import Task
+from sessions_app.actors import Actor
+from sessions_app.input_requests import session_answer_input
+from sessions_app.keys import api_key_create
+from sessions_app.models import AgentSession, Checkpoint, Milestone, StreamEvent
+from tests.browser.server import ServerProcess
+from tests.client.mcp_harness import McpConversation
+from tests.factories import AgentFactory, UserFactory
+from tests.worker import wait_for
+from workspaces.models import Artifact
+from workspaces.worktrees import worktree_create
+
+TOOLS = {
+    "claim_next_task",
+    "complete_task",
+    "fail_task",
+    "report_progress",
+    "record_milestone",
+    "save_checkpoint",
+    "load_checkpoint",
+    "write_file",
+    "claim_worktree",
+    "release_worktree",
+    "ask_product_owner",
+    "check_answer",
+}
+
+
+@pytest.fixture
+def live(transactional_db, tmp_path):
+    server = ServerProcess(tmp_path / "server.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mcp_agent(transactional_db):
+    agent = AgentFactory(slug="mcp-agent")
+    return agent, api_key_create(agent=agent).key
+
+
+@pytest.fixture
+def conversation(live, mcp_agent, tmp_path):
+    cwd = tmp_path / "agent-cwd"
+    cwd.mkdir()
+    talk = McpConversation(url=live.url, key=mcp_agent[1], cwd=cwd).start()
+    yield talk
+    talk.close()
+
+
+def _session(agent) -> AgentSession:
+    return AgentSession.objects.get(agent=agent)
+
+
+def test_the_tools_are_listed(conversation):
+    assert conversation.tool_names() == TOOLS
+
+
+def test_a_task_from_claim_to_done_with_progress_checkpoint_and_file(conversation, mcp_agent, tmp_path):
+    agent, _ = mcp_agent
+    staff = Actor(user=UserFactory(is_staff=True))
+    from board.services import task_create
+
+    task = task_create(actor=staff, title="Write the release notes", priority="P1")
+
+    text, error = conversation.call("claim_next_task")
+    assert not error, text
+    assert json.loads(text)["id"] == task.pk
+    session = _session(agent)
+    task.refresh_from_db()
+    assert (task.status, task.assignee_id, task.session_id) == (Task.Status.IN_PROGRESS, agent.pk, session.pk)
+    # The session is remembered where the CLI looks for it.
+    assert (tmp_path / "agent-cwd" / ".switchyard" / "session").read_text().strip() == session.pk
+
+    assert not conversation.call("report_progress", {"message": "Drafting the notes"})[1]
+    assert not conversation.call("record_milestone", {"text": "Draft done"})[1]
+    assert not conversation.call("save_checkpoint", {"state": {"step": 2, "todo": ["proofread"]}})[1]
+    assert not conversation.call("write_file", {"path": "work_products/notes.md", "content": "# Notes\n"})[1]
+    resumed = json.loads(conversation.call("load_checkpoint")[0])
+    text, error = conversation.call("complete_task", {"task_id": task.pk})
+
+    assert not error, text
+    assert resumed["checkpoint"]["state"] == {"step": 2, "todo": ["proofread"]}
+    assert [m["text"] for m in resumed["milestones"]] == ["Draft done"]
+    log = StreamEvent.objects.get(session=session, type=StreamEvent.Type.LOG)
+    assert log.payload == {"message": "Drafting the notes"}
+    assert list(Milestone.objects.filter(session=session).values_list("text", flat=True)) == ["Draft done"]
+    assert Checkpoint.objects.filter(session=session).count() == 1
+    artifact = Artifact.objects.get(path="work_products/notes.md")
+    assert artifact.kind == Artifact.Kind.WORK_PRODUCT
+    task.refresh_from_db()
+    assert task.status == Task.Status.DONE
+
+
+def test_no_ready_task_is_said_plainly(conversation):
+    assert conversation.call("claim_next_task") == ("No task is ready right now.", False)
+
+
+def test_an_error_from_the_api_is_a_tool_error_with_the_message(conversation):
+    text, error = conversation.call("complete_task", {"task_id": 999999})
+    assert error
+    assert "999999" in text or "not found" in text.lower()
+
+
+def test_claim_and_release_a_worktree(conversation, mcp_agent, tmp_path):
+    from tests.workspaces.conftest import commit_file, git
+    from workspaces.worktrees import repository_register
+
+    clone = tmp_path / "code" / "app"
+    clone.mkdir(parents=True)
+    git(clone, "init", "-q", "-b", "main")
+    commit_file(clone, "README.md", "# app\n", "Initial commit")
+    repository, _ = repository_register(path=str(clone))
+    worktree, _ = worktree_create(
+        actor=Actor(user=UserFactory(is_staff=True)), repository=repository, type="feat", name="notes"
+    )
+
+    text, error = conversation.call("claim_worktree", {"worktree_id": worktree.pk})
+    assert not error, text
+    worktree.refresh_from_db()
+    assert worktree.holder_id == mcp_agent[0].pk
+
+    text, error = conversation.call("release_worktree", {"worktree_id": worktree.pk})
+    assert not error, text
+    worktree.refresh_from_db()
+    assert worktree.holder_id is None
+
+
+def test_a_question_answered_while_the_agent_waits(conversation, mcp_agent):
+    agent, _ = mcp_agent
+    person = UserFactory(is_staff=True, username="olivia")
+    result = {}
+
+    def ask():
+        result["text"] = conversation.call("ask_product_owner", {"question": "Ship on Friday?", "wait_seconds": 30})
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    session = wait_for(
+        lambda: AgentSession.objects.filter(agent=agent, status=AgentSession.Status.WAITING_FOR_INPUT).first(),
+        message="the session to wait for input",
+    )
+    session_answer_input(actor=Actor(user=person), session=session, answer="Yes, after the demo.")
+    asking.join(60)
+
+    assert result["text"] == ("The product owner answered: Yes, after the demo.", False)
+    question = StreamEvent.objects.get(
+        session=session, type=StreamEvent.Type.INPUT_REQUEST, payload__has_key="question"
+    )
+    assert question.payload == {"question": "Ship on Friday?"}
+    session.refresh_from_db()
+    assert session.status == AgentSession.Status.RUNNING
+
+
+def test_an_answer_that_comes_later_arrives_with_the_next_call(conversation, mcp_agent):
+    agent, _ = mcp_agent
+    text, error = conversation.call("ask_product_owner", {"question": "Which region first?", "wait_seconds": 0})
+    assert (text, error) == ("Asked. No answer yet: it will come back with one of your next tool calls.", False)
+    assert conversation.call("check_answer") == ("No answer yet.", False)
+
+    session = _session(agent)
+    session_answer_input(actor=Actor(user=UserFactory(is_staff=True)), session=session, answer="EU first.")
+    text, error = conversation.call("report_progress", {"message": "Waiting on the region"})
+
+    assert not error
+    assert text.startswith("The product owner answered your question: EU first.\n\n")
+    # Handed over once: the next call carries no answer.
+    assert conversation.call("check_answer") == ("You have no open question.", False)
