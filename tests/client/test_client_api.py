@@ -6,8 +6,8 @@ from board.models import Task
 from ledger.models import ToolInvocation
 from sessions_app.models import AgentSession, Checkpoint, Milestone, StreamEvent
 from switchyard_client.client import Client
-from switchyard_client.errors import ConnectionFailed, Conflict, Forbidden, NotFound, Unauthorized
-from tests.client.live import FAST_RETRY, agent_key, dead_url, sy_server, other_key, server_roots, sy  # noqa: F401
+from switchyard_client.errors import Conflict, ConnectionFailed, Forbidden, NotFound, Unauthorized
+from tests.client.live import FAST_RETRY
 from workspaces.models import Artifact
 
 pytestmark = pytest.mark.django_db(transaction=True)
