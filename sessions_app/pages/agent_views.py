@@ -24,5 +24,6 @@ def agent_list(request):
         "periods": [(key, PERIOD_LABELS[key]) for key in PERIODS],
         "chart_width": CHART_WIDTH,
         "chart_height": CHART_HEIGHT,
+        "axis_format": "H:i" if window.bucket == "hour" else "M j",
     }
     return render(request, "sessions/agent_list.html", context)

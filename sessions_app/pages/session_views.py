@@ -53,6 +53,7 @@ def _render_detail(request, session_id: str, *, answer: str = "", answer_error: 
         "question": detail.question,
         "log": log,
         "log_skipped": offset > 0,
+        "log_path": "/".join(logs.session_log_parts(session=detail.session) or ()),
         "answer": answer,
         "answer_error": answer_error,
     }

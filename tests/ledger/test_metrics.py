@@ -115,7 +115,7 @@ def test_the_agents_page_shows_holdings_metrics_and_a_chart():
     assert "1 open session" in html
     assert "50%" in html  # tool failure rate
     assert "100%" in html  # task success rate
-    assert '<svg width="168" height="36"' in html
+    assert '<svg width="168" height="36" preserveAspectRatio="none"' in html
     assert 'class="bar-fail"' in html
 
 
