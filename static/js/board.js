@@ -82,6 +82,7 @@
       el.removeAttribute("hx-swap-oob");
       const old = document.getElementById(el.id);
       if (el.classList.contains("task-card")) {
+        if (pending.has(el.dataset.id)) continue;  // its own move's answer will place it
         const hadFocus = old && (old === focused || old.contains(focused));
         if (old) old.remove();
         placeCard(el);
@@ -142,17 +143,19 @@
   };
   const cardTitle = (card) => card.querySelector(".card-title").textContent.trim();
 
-  async function postMove(card, status, origin) {
-    const prev = card.previousElementSibling;
-    const next = card.nextElementSibling;
-    const body = new URLSearchParams({ status: status });
-    if (prev) body.set("after_id", prev.dataset.id);
-    if (next) body.set("before_id", next.dataset.id);
+  // Moves still waiting for their answer, per card id: pushes and answers leave those cards
+  // where the person put them until the last of their moves is answered.
+  const pending = new Map();
+
+  async function postMove(id, target) {
+    const body = new URLSearchParams({ status: target.status });
+    if (target.after) body.set("after_id", target.after);
+    if (target.before) body.set("before_id", target.before);
     clearError();
     let answer = null;
     let failed = null;
     try {
-      const response = await fetch(board().dataset.taskUrl + card.dataset.id + "/move/", {
+      const response = await fetch(board().dataset.taskUrl + id + "/move/", {
         method: "POST", body: body, credentials: "same-origin",
         headers: Object.assign({ "X-Requested-With": "XMLHttpRequest" }, headers),
       });
@@ -161,26 +164,42 @@
     } catch (e) {
       failed = "The move could not be sent: you seem to be offline.";
     }
+    const left = pending.get(id) - 1;
+    if (left > 0) pending.set(id, left); else pending.delete(id);
     if (failed) {
-      if (origin) origin.list.insertBefore(card, origin.next && origin.next.parentElement === origin.list ? origin.next : null);
-      card.focus({ preventScroll: true });
       showError(failed);
-      refetch();
+      refetch();  // puts every card back where the server has it
       return;
     }
     applyCards(answer);
-    const moved = document.getElementById("task-" + card.dataset.id);
-    if (moved) {
+    const moved = document.getElementById("task-" + id);
+    if (moved && !pending.has(id)) {
       const list = moved.parentElement;
       const position = Array.prototype.indexOf.call(list.children, moved) + 1;
-      announce(`Moved “${cardTitle(moved)}” to ${columnLabel(status)}, position ${position} of ${list.children.length}.`);
+      announce(`Moved “${cardTitle(moved)}” to ${columnLabel(target.status)}, position ${position} of ${list.children.length}.`);
     }
+  }
+
+  // One move in flight at a time, sent in the order made; each carries the neighbours the card
+  // had on screen when it was made, so quick key presses can't race each other.
+  let moveChain = Promise.resolve();
+  function queueMove(card) {
+    const id = card.dataset.id;
+    const prev = card.previousElementSibling;
+    const next = card.nextElementSibling;
+    const target = {
+      status: card.parentElement.dataset.status,
+      after: prev ? prev.dataset.id : null,
+      before: next ? next.dataset.id : null,
+    };
+    card.dataset.status = target.status;
+    pending.set(id, (pending.get(id) || 0) + 1);
+    moveChain = moveChain.then(() => postMove(id, target)).catch(() => {});
   }
 
   function moveBy(card, direction) {
     const list = card.parentElement;
-    const origin = { list: list, next: card.nextElementSibling };
-    let status = card.dataset.status;
+    let status = list.dataset.status;
     if (direction === "up" || direction === "down") {
       const sibling = direction === "up" ? card.previousElementSibling : card.nextElementSibling;
       if (!sibling) { announce(direction === "up" ? "Already at the top." : "Already at the bottom."); return; }
@@ -194,7 +213,7 @@
       target.insertBefore(card, target.firstElementChild);  // to the top, where it is seen
     }
     card.focus({ preventScroll: false });
-    postMove(card, status, origin);
+    queueMove(card);
   }
 
   // --- Keyboard -------------------------------------------------------------------------------------
@@ -207,7 +226,7 @@
     else {
       const order = columnOrder();
       const index = Array.prototype.indexOf.call(card.parentElement.children, card);
-      let i = order.indexOf(card.dataset.status);
+      let i = order.indexOf(card.parentElement.dataset.status);
       const step = direction === "left" ? -1 : 1;
       for (i += step; i >= 0 && i < order.length && !target; i += step) {
         const cards = document.getElementById("cards-" + order[i]).children;
@@ -299,7 +318,7 @@
     dropped = true;
     const card = dragged;
     const moved = card.parentElement !== dragOrigin.list || card.nextElementSibling !== dragOrigin.next;
-    if (moved) postMove(card, card.parentElement.dataset.status, dragOrigin);
+    if (moved) queueMove(card);
   });
 
   document.addEventListener("dragend", () => {
