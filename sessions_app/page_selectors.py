@@ -98,9 +98,7 @@ def session_detail_get(*, session_id: str) -> SessionDetail:
         raise DomainError(f"Session {session_id!r} not found.", code="not_found")
     events = list(StreamEvent.objects.filter(session=session).order_by("-seq")[:DETAIL_EVENTS])
     events.reverse()
-    counts = ToolInvocation.objects.filter(session=session).aggregate(
-        total=Count("id"), failed=Count("id", filter=Q(status=ToolInvocation.Status.FAILURE))
-    )
+    counts = _tool_call_counts(session.pk)
     tool_calls = list(ToolInvocation.objects.filter(session=session).order_by("-started_at", "-id")[:DETAIL_TOOL_CALLS])
     tool_calls.reverse()
     artifacts = []
@@ -134,6 +132,13 @@ class LivePush:
     milestones: list[Milestone] | None = None  # set when a milestone arrived
     tool_calls_created: list[ToolInvocation] = field(default_factory=list)
     tool_calls_finished: list[ToolInvocation] = field(default_factory=list)
+    tool_call_counts: dict | None = None  # set with tool calls: the header's totals
+
+
+def _tool_call_counts(session_id: str) -> dict:
+    return ToolInvocation.objects.filter(session_id=session_id).aggregate(
+        total=Count("id"), failed=Count("id", filter=Q(status=ToolInvocation.Status.FAILURE))
+    )
 
 
 def session_live_push(*, session_id: str, message: dict) -> LivePush:
@@ -153,6 +158,7 @@ def session_live_push(*, session_id: str, message: dict) -> LivePush:
         calls = ToolInvocation.objects.filter(session_id=session_id, pk__in=ids).in_bulk()
         push.tool_calls_created = [calls[i] for i in message.get("tool_calls_created") or [] if i in calls]
         push.tool_calls_finished = [calls[i] for i in message.get("tool_calls_finished") or [] if i in calls]
+        push.tool_call_counts = _tool_call_counts(session_id)
     if message.get("status"):
         push.session = AgentSession.objects.select_related("agent", "task", "parent").filter(pk=session_id).first()
         if push.session is not None and push.session.status == AgentSession.Status.WAITING_FOR_INPUT:

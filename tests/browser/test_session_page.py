@@ -33,8 +33,10 @@ def test_events_tool_calls_log_and_an_answered_question_arrive_live(new_page, en
 
     call = api.post(f"sessions/{sid}/tool-calls/", json={"tool_name": "Bash", "input": {"command": "pg_dump"}}).json()
     expect(page.locator("#toolcall-rows")).to_contain_text("Bash")
+    expect(page.locator("#toolcall-count")).to_have_text("1 in all")
     api.patch(f"tool-calls/{call['id']}/", json={"status": "failure", "error": "permission denied"})
     expect(page.locator("#toolcall-rows")).to_contain_text("permission denied")
+    expect(page.locator("#toolcall-count")).to_have_text("1 in all · 1 failed")
 
     log = file_roots["LOGS_ROOT"] / "orchestrator-sessions" / f"session-{sid}" / "claude-7.log"
     log.parent.mkdir(parents=True)
