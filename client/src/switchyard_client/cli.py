@@ -3,11 +3,10 @@ human-readable output, or JSON with --json; a non-zero exit code for every error
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from pathlib import Path
-from typing import Any
+
+# Everything else is imported inside the functions: `switchyard hook` runs this module in a process
+# that must finish in tens of milliseconds, and argparse alone costs several (see hook.py).
 
 EXIT_CODES = """exit codes: 0 ok, 1 other error, 2 bad usage, 3 not configured (URL, key or session missing),
 4 invalid (400), 5 bad key (401), 6 not yours (403), 7 not found (404), 8 conflict (409), 9 too large (413),
@@ -21,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
         from switchyard_client.hook import run
 
         return run()
+    import json
+
     args = build_parser().parse_args(argv)
     from switchyard_client.commands import dispatch
     from switchyard_client.errors import SwitchyardError
@@ -39,7 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     return result or 0
 
 
-def _json_arg(raw: str) -> Any:
+def _json_arg(raw: str) -> object:
+    import argparse
+    import json
+    from pathlib import Path
+
     if raw == "-":
         raw = sys.stdin.read()
     elif raw.startswith("@"):
@@ -50,7 +55,10 @@ def _json_arg(raw: str) -> Any:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser():
+    import argparse
+    from pathlib import Path
+
     parser = argparse.ArgumentParser(
         prog="switchyard",
         description="Talk to Switchyard from the shell. JSON arguments also take '-' (stdin) or '@file'.",

@@ -1,0 +1,236 @@
+#!/usr/bin/env python
+"""Client benchmark (issue 6): the Claude Code hook adapter's wall time per call, and the Python
+client's batched event throughput beside the raw batch endpoint, on the foundation benchmark's
+set-up (bench/run.py: PostgreSQL, Redis, gunicorn with uvicorn workers), whose helpers it imports.
+
+One run: a fresh database, keys, the server, then
+  batch   run.py's own batch figure: POST lists of 1,000 events, pre-encoded, from its load generator
+  client  the same work through switchyard_client: EventBatcher(max_items=1000) in --batch-clients
+          threads, one Client and session each, events added one by one (ids, timestamps, JSON made
+          by the client), counted in the database over the window; aim >= 80 % of "batch"
+  hook    `switchyard hook` spawned --hook-calls times with a recorded Claude Code mix (prompt, Bash
+          Pre/PostToolUse), as Claude Code runs it: a new process per event; p50/p95 wall time, aim
+          p95 <= 50 ms; beside the floor of starting this venv's Python, and the hook with the server down
+
+Run: .venv/bin/python bench/client_bench.py [--duration 10] [--hook-calls 200]   (other options: run.py's)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+import run as foundation  # noqa: E402 - bench/run.py, the foundation benchmark
+
+from switchyard_client.batching import EventBatcher  # noqa: E402
+from switchyard_client.client import Client  # noqa: E402
+
+TARGET_RATIO = 0.8
+TARGET_HOOK_P95_MS = 50.0
+SWITCHYARD = Path(sys.executable).parent / "switchyard"
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+class ClientBench(foundation.Bench):
+    def raw_batch_figure(self) -> float:
+        self.part_batch()
+        return self.figures[-1]["ours"]
+
+    def part_client(self, raw_events_per_s: float) -> None:
+        clients = self.args.batch_clients
+        foundation.say(f"part client: EventBatcher(max_items=1000), {clients} threads, one session each")
+        sessions = self.open_sessions("client", clients)
+        ids = [sid for sid, _ in sessions]
+        stop = threading.Event()
+        errors: list[str] = []
+
+        def worker(sid: str, key: str) -> None:
+            try:
+                with Client(self.server.base_url, key, timeout=120) as client:
+                    batcher = EventBatcher(client, sid, max_items=1000, interval=None, register_atexit=False)
+                    n = 0
+                    while not stop.is_set():
+                        batcher.event("log", {"line": f"client line {n}: compiling module {n % 97} of 97"})
+                        n += 1
+                    batcher.close()
+                    if batcher.rejected:
+                        errors.append(f"{len(batcher.rejected)} rejected")
+            except Exception as exc:
+                errors.append(repr(exc))
+
+        def count() -> int:
+            return self.pg.scalar("SELECT count(*) FROM sessions_app_streamevent WHERE session_id = ANY(%s)", [ids])
+
+        self.wait_for_quiet("client")
+        threads = [threading.Thread(target=worker, args=s, daemon=True) for s in sessions]
+        for thread in threads:
+            thread.start()
+        time.sleep(self.args.warmup)
+        before, started = count(), time.monotonic()
+        with foundation.CpuMeter(self.server.worker_pids()) as cpu:
+            time.sleep(self.args.duration)
+        after, seconds = count(), time.monotonic() - started
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=120)
+        events_per_s = (after - before) / seconds
+        ratio = events_per_s / raw_events_per_s if raw_events_per_s else None
+        foundation.say(
+            f"  client: {events_per_s:.0f} events/s committed during the window "
+            f"({ratio:.0%} of the raw batch figure); CPU {cpu.result}; errors {errors or 'none'}"
+        )
+        self.details["client"] = {"events_per_s": events_per_s, "ratio": ratio, "cpu": cpu.result, "errors": errors}
+        self.add_figure(
+            name=f"client: EventBatcher 1,000, {clients} threads",
+            unit="events/s",
+            ours=events_per_s,
+            p50_ms=None,
+            p99_ms=None,
+            failed=len(errors),
+            raw=raw_events_per_s,
+            raw_what="run.py batch of 1,000 events/s",
+            target=f">= {TARGET_RATIO:.0%} of raw",
+            passed=bool(ratio and ratio >= TARGET_RATIO and not errors),
+        )
+
+    def part_hook(self) -> None:
+        calls = self.args.hook_calls
+        foundation.say(f"part hook: `switchyard hook` x {calls}, a new process each, recorded Claude Code payloads")
+        state = self.workdir / "hook-state"
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.workdir),
+            "SWITCHYARD_URL": self.server.base_url,
+            "SWITCHYARD_KEY": self.keys[0],
+            "SWITCHYARD_STATE_DIR": str(state),
+        }
+        sid = f"bench-hook-{uuid.uuid4()}"
+        payloads = hook_payloads(sid, calls)
+
+        def timed(cmd: list[str], payload: dict, environment: dict) -> tuple[float, subprocess.CompletedProcess]:
+            started = time.perf_counter()
+            done = subprocess.run(cmd, input=json.dumps(payload).encode(), env=environment, capture_output=True)
+            return (time.perf_counter() - started) * 1000, done
+
+        self.wait_for_quiet("hook")
+        floor = [timed([sys.executable, "-c", "pass"], {}, env)[0] for _ in range(30)]
+        walls, noisy = [], 0
+        for payload in payloads:
+            ms, done = timed([str(SWITCHYARD), "hook"], payload, env)
+            walls.append(ms)
+            noisy += bool(done.stderr)
+        down_env = {**env, "SWITCHYARD_URL": "http://127.0.0.1:9", "SWITCHYARD_STATE_DIR": str(state) + "-down"}
+        down = [timed([str(SWITCHYARD), "hook"], payloads[1], down_env)[0] for _ in range(30)]
+        rows = self.pg.scalar("SELECT count(*) FROM ledger_toolinvocation WHERE session_id = %s", [sid])
+        p50, p95 = statistics.median(walls), percentile(walls, 95)
+        foundation.say(
+            f"  hook: p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {max(walls):.1f} ms over {calls} calls "
+            f"({noisy} wrote to stderr); python start alone p50 {statistics.median(floor):.1f} ms; "
+            f"server down p50 {statistics.median(down):.1f} ms; tool calls stored {rows}"
+        )
+        self.details["hook"] = {
+            "calls": calls,
+            "p50_ms": p50,
+            "p95_ms": p95,
+            "max_ms": max(walls),
+            "stderr_calls": noisy,
+            "python_start_p50_ms": statistics.median(floor),
+            "server_down_p50_ms": statistics.median(down),
+            "server_down_p95_ms": percentile(down, 95),
+            "tool_calls_stored": rows,
+        }
+        self.add_figure(
+            name=f"hook: wall per call, {calls} calls",
+            unit="ms (p50)",
+            ours=p50,
+            p50_ms=p50,
+            p99_ms=None,
+            failed=noisy,
+            raw=statistics.median(floor),
+            raw_what="python -c pass, p50 ms",
+            target=f"p95 <= {TARGET_HOOK_P95_MS:g} ms (p95 {p95:.1f})",
+            passed=p95 <= TARGET_HOOK_P95_MS and noisy == 0,
+        )
+
+    def run(self) -> int:
+        self.check_services()
+        self.setup_database()
+        self.start_server()
+        if "hook" in self.args.client_parts:
+            self.part_hook()
+        if "client" in self.args.client_parts:
+            self.part_client(self.raw_batch_figure())
+        return 0
+
+
+def hook_payloads(sid: str, calls: int) -> list[dict]:
+    """SessionStart, then prompt / Bash PreToolUse / Bash PostToolUse, repeated."""
+    common = {"session_id": sid, "transcript_path": f"/tmp/{sid}.jsonl", "cwd": "/srv/app"}
+    payloads = [{**common, "hook_event_name": "SessionStart", "source": "startup"}]
+    n = 0
+    while len(payloads) < calls:
+        n += 1
+        tool = {
+            "tool_name": "Bash",
+            "tool_input": {"command": f"pytest -q tests/test_{n}.py"},
+            "tool_use_id": f"toolu_{n}",
+        }
+        payloads.append({**common, "hook_event_name": "UserPromptSubmit", "prompt": f"Fix test {n}"})
+        payloads.append({**common, "hook_event_name": "PreToolUse", **tool})
+        response = {"stdout": f"{n} passed", "stderr": "", "interrupted": False, "isImage": False}
+        payloads.append({**common, "hook_event_name": "PostToolUse", **tool, "tool_response": response})
+    return payloads[:calls]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    own = {"--hook-calls": "200", "--client-parts": "hook,client"}
+    rest = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in own:
+            own[argv[i]] = argv[i + 1]
+            i += 2
+        else:
+            rest.append(argv[i])
+            i += 1
+    # Its own database and Redis db, so it can run while someone else runs bench/run.py.
+    defaults = ["--db", "switchyard_bench_client", "--redis-url", "redis://127.0.0.1:6379/13"]
+    args = foundation.parse_args(["--parts", "batch", "--batch-sizes", "1000", "--no-raw", *defaults, *rest])
+    args.hook_calls = int(own["--hook-calls"])
+    args.client_parts = own["--client-parts"].split(",")
+    os.chdir(foundation.ROOT)
+    bench = ClientBench(args)
+    code = 1
+    try:
+        code = bench.run()
+    except foundation.BenchError as exc:
+        foundation.say(f"ERROR: {exc}")
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        bench.cleanup()
+    if bench.figures:
+        print()
+        print(bench.table())
+        out = foundation.RESULTS_DIR / f"{bench.stamp}-client.json"
+        out.write_text(json.dumps({"figures": bench.figures, "details": bench.details}, indent=2, default=str))
+        print(f"\nwritten: {out.relative_to(foundation.ROOT)}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
