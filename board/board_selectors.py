@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, QuerySet
 
+from board.cards import card_html
 from board.models import Campaign, Task
 from config.api.errors import DomainError
 from ledger.models import Event, ToolInvocation
@@ -42,6 +43,7 @@ class Column:
     status: str
     label: str
     tasks: list[Task] = field(default_factory=list)
+    cards: list[str] = field(default_factory=list)  # each task's card HTML, in order
 
     @property
     def count(self) -> int:
@@ -53,11 +55,13 @@ def board_task_list() -> QuerySet[Task]:
     return Task.objects.select_related("assignee", "campaign", "session").only(*CARD_FIELDS).order_by("rank", "id")
 
 
-def board_columns(*, tasks: QuerySet[Task]) -> list[Column]:
-    """The seven columns, each with its cards in rank order: one query."""
+def board_columns(*, tasks: QuerySet[Task], task_url_prefix: str) -> list[Column]:
+    """The seven columns, each with its cards in rank order and their HTML: one query."""
     columns = {status.value: Column(status=status.value, label=status.label) for status in COLUMNS}
     for task in tasks:
-        columns[task.status].tasks.append(task)
+        column = columns[task.status]
+        column.tasks.append(task)
+        column.cards.append(card_html(task, task_url_prefix=task_url_prefix))
     return list(columns.values())
 
 

@@ -109,14 +109,13 @@ def board_cards_render(*, task_ids: list[int]) -> dict:
     from django.template.loader import render_to_string
 
     from board.board_selectors import board_cards, board_column_counts
+    from board.cards import card_html
 
     cards = board_cards(task_ids=task_ids)
     found = {task.pk for task in cards}
     counts = board_column_counts()
     prefix = task_url_prefix()
-    parts = [
-        render_to_string("board/_card.html", {"task": task, "oob": True, "task_url_prefix": prefix}) for task in cards
-    ]
+    parts = [card_html(task, task_url_prefix=prefix, oob=True) for task in cards]
     parts += [
         render_to_string("board/_column_count.html", {"status": status, "count": count, "oob": True})
         for status, count in counts.items()

@@ -28,7 +28,7 @@ def board(request):
     filters = BoardFilter(request.GET, queryset=board_task_list())
     valid = filters.is_valid()
     tasks = filters.qs if valid else board_task_list()
-    columns = board_columns(tasks=tasks)
+    columns = board_columns(tasks=tasks, task_url_prefix=task_url_prefix())
     context = {
         "columns": columns,
         "seq": board_seq_current(),

@@ -1,0 +1,298 @@
+#!/usr/bin/env python
+"""Board benchmark: (a) server-side render time of the board page, (b) live push latency.
+
+(a) render  the board page through Django's test client on a real database with 200, 2,000 and
+            10,000 tasks (agents, campaigns, labels, sessions on half of them); p50 / p95 of 20
+            renders each, after two warm-ups.
+(b) push    uvicorn serving config.asgi; 100 websocket clients on /ws/board/; 1,000 card moves
+            at 50/s through POST /tasks/<id>/move/ (one transaction and one push each); latency
+            from sending the move to each client receiving its message (an upper bound of
+            "committed change to message received": it includes the move request itself),
+            p50 / p99, and gaps in the sequence numbers seen by any client (must be 0).
+
+Run:  .venv/bin/python bench/board_bench.py                      # embedded: SQLite, in-memory layer
+      DATABASE_URL=postgres://postgres@127.0.0.1:5432/switchyard_board_bench \\
+      REDIS_URL=redis://127.0.0.1:6379/12 .venv/bin/python bench/board_bench.py
+      options: --parts render,push  --sizes 200,2000,10000  --clients 100 --changes 1000 --rate 50
+The database named by DATABASE_URL (or var/board_bench.sqlite3) is dropped and recreated.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+SQLITE_PATH = ROOT / "var" / "board_bench.sqlite3"
+os.environ.setdefault("DATABASE_URL", f"sqlite:///{SQLITE_PATH}")
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
+os.environ["DEBUG"] = "false"
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def recreate_database() -> None:
+    url = os.environ["DATABASE_URL"]
+    if url.startswith("sqlite"):
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(SQLITE_PATH) + suffix).unlink(missing_ok=True)
+        return
+    import psycopg
+
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def django_setup() -> None:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def fill(total: int) -> None:
+    """Bring the board to ``total`` tasks (bulk inserts; ranks spaced as the services space them)."""
+    from board.models import Campaign, Task
+    from board.services import RANK_STEP
+    from sessions_app.models import Agent, AgentSession
+
+    agents = [Agent.objects.get_or_create(slug=f"agent-{i}", defaults={"emoji": "🤖"})[0] for i in range(8)]
+    campaigns = [Campaign.objects.get_or_create(name=f"Campaign {i}", type="bench")[0] for i in range(5)]
+    sessions = [
+        AgentSession.objects.get_or_create(
+            id=f"bench-session-{i}", defaults={"agent": agents[i % 8], "status": "waiting_for_input"}
+        )[0]
+        for i in range(20)
+    ]
+    have = Task.objects.count()
+    statuses = Task.Status.values
+    Task.objects.bulk_create(
+        [
+            Task(
+                title=f"Benchmark task {i}: a title of a usual length for a card",
+                status=statuses[i % len(statuses)],
+                priority=f"P{i % 4}",
+                rank=(i + 1) * RANK_STEP,
+                labels=["bench", f"area-{i % 12}"],
+                assignee=agents[i % 8] if i % 2 else None,
+                campaign=campaigns[i % 5] if i % 3 == 0 else None,
+                session=sessions[i % 20] if i % 2 else None,
+            )
+            for i in range(have, total)
+        ],
+        batch_size=1000,
+    )
+
+
+def board_user():
+    from django.contrib.auth.models import Group, User
+
+    from config.pages import PRODUCT_OWNERS
+
+    user, _ = User.objects.get_or_create(username="bench-po")
+    user.groups.add(Group.objects.get_or_create(name=PRODUCT_OWNERS)[0])
+    return user
+
+
+def part_render(sizes: list[int], runs: int = 20) -> list[dict]:
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(board_user())
+    rows = []
+    for size in sizes:
+        fill(size)
+        from board import cards
+
+        cards._cards.clear()  # the first render after a restart: every card rendered by the template
+        start = time.perf_counter()
+        assert client.get("/").status_code == 200
+        cold = (time.perf_counter() - start) * 1000
+        assert client.get("/").status_code == 200
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            response = client.get("/")
+            times.append((time.perf_counter() - start) * 1000)
+        with CaptureQueriesContext(connection) as queries:
+            client.get("/")
+        row = {
+            "tasks": size,
+            "p50_ms": round(statistics.median(times), 1),
+            "p95_ms": round(pct(times, 95), 1),
+            "cold_ms": round(cold, 1),
+            "queries": len(queries),
+            "kb": round(len(response.content) / 1024),
+        }
+        rows.append(row)
+        say(
+            f"render  {size:>6} tasks: p50 {row['p50_ms']} ms  p95 {row['p95_ms']} ms  (cold {row['cold_ms']} ms)  {row['queries']} queries, {row['kb']} KiB"
+        )
+    return rows
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def part_push(clients: int, changes: int, rate: float) -> dict:
+    import httpx
+    import websockets
+    from django.contrib.sessions.backends.db import SessionStore  # noqa: F401 - the default engine
+    from django.test import Client
+
+    from board.models import Task
+
+    fill(200)
+    browser = Client()
+    browser.force_login(board_user())
+    session_id = browser.cookies["sessionid"].value
+    port = free_port()
+    log = open(ROOT / "var" / "board_bench_server.log", "wb")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port), "--log-level", "warning"],
+        cwd=ROOT,
+        env={**os.environ},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code < 500:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        movers = list(Task.objects.filter(status__in=["backlog", "ready"]).values_list("pk", flat=True)[:20])
+        return asyncio.run(_push_run(base, port, session_id, clients, changes, rate, movers, websockets, httpx))
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        log.close()
+
+
+async def _push_run(base, port, session_id, clients, changes, rate, movers, websockets, httpx) -> dict:
+    cookie = f"sessionid={session_id}"
+    received: list[dict[int, float]] = [{} for _ in range(clients)]
+    gaps = [0] * clients
+    hello: list[int] = [0] * clients
+    ready = asyncio.Event()
+    connected = 0
+
+    async def listen(index: int) -> None:
+        nonlocal connected
+        async with websockets.connect(
+            f"ws://127.0.0.1:{port}/ws/board/",
+            additional_headers={"Cookie": cookie, "Origin": base},
+            max_size=None,
+        ) as socket_:
+            first = json.loads(await socket_.recv())
+            hello[index] = last = first["seq"]
+            connected += 1
+            if connected == clients:
+                ready.set()
+            async for frame in socket_:
+                now = time.perf_counter()
+                message = json.loads(frame)
+                if message["seq"] != last + 1:
+                    gaps[index] += 1
+                last = message["seq"]
+                received[index][message["seq"]] = now
+
+    listeners = [asyncio.create_task(listen(i)) for i in range(clients)]
+    await asyncio.wait_for(ready.wait(), 60)
+    async with httpx.AsyncClient(base_url=base, cookies={"sessionid": session_id}) as http:
+        page = await http.get("/")
+        token = page.text.split('"X-CSRFToken": "', 1)[1].split('"', 1)[0]
+        sent: list[float] = []
+        request_ms: list[float] = []
+        start = time.perf_counter()
+        for k in range(changes):
+            due = start + k / rate
+            await asyncio.sleep(max(0, due - time.perf_counter()))
+            task_id = movers[k % len(movers)]
+            status = "ready" if (k // len(movers)) % 2 == 0 else "backlog"
+            t0 = time.perf_counter()
+            response = await http.post(
+                f"/tasks/{task_id}/move/", data={"status": status}, headers={"X-CSRFToken": token, "Origin": base}
+            )
+            request_ms.append((time.perf_counter() - t0) * 1000)
+            assert response.status_code == 200, response.text[:300]
+            sent.append(t0)
+        await asyncio.sleep(2)
+    for task in listeners:
+        task.cancel()
+    latencies = []
+    missing = 0
+    for index in range(clients):
+        for k, t0 in enumerate(sent):
+            at = received[index].get(hello[index] + k + 1)
+            if at is None:
+                missing += 1
+            else:
+                latencies.append((at - t0) * 1000)
+    result = {
+        "clients": clients,
+        "changes": changes,
+        "rate_per_s": rate,
+        "achieved_per_s": round(changes / (sent[-1] - sent[0]) if len(sent) > 1 else 0, 1),
+        "p50_ms": round(statistics.median(latencies), 1),
+        "p99_ms": round(pct(latencies, 99), 1),
+        "move_request_p50_ms": round(statistics.median(request_ms), 1),
+        "gaps": sum(gaps),
+        "missing": missing,
+    }
+    say(
+        f"push    {clients} clients, {changes} moves at {result['achieved_per_s']}/s: p50 {result['p50_ms']} ms"
+        f"  p99 {result['p99_ms']} ms  (move request p50 {result['move_request_p50_ms']} ms)"
+        f"  gaps {result['gaps']}  missing {missing}"
+    )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parts", default="render,push")
+    parser.add_argument("--sizes", default="200,2000,10000")
+    parser.add_argument("--clients", type=int, default=100)
+    parser.add_argument("--changes", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=50)
+    args = parser.parse_args()
+    (ROOT / "var").mkdir(exist_ok=True)
+    say(
+        f"database {os.environ['DATABASE_URL']}  channel layer {'redis' if os.environ.get('REDIS_URL') else 'in-memory'}"
+    )
+    recreate_database()
+    django_setup()
+    parts = args.parts.split(",")
+    if "push" in parts:
+        part_push(args.clients, args.changes, args.rate)
+    if "render" in parts:
+        part_render([int(size) for size in args.sizes.split(",")])
+
+
+if __name__ == "__main__":
+    main()
