@@ -16,8 +16,9 @@ from mcp.client.stdio import StdioServerParameters
 class McpConversation:
     def __init__(self, *, url: str, key: str, cwd: Path, timeout: float = 60):
         self.params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "switchyard_client.mcp_server"],
+            # The installed console script, as an agent's MCP configuration would run it.
+            command=str(Path(sys.executable).parent / "switchyard"),
+            args=["mcp"],
             env={"SWITCHYARD_URL": url, "SWITCHYARD_KEY": key},
             cwd=str(cwd),
         )

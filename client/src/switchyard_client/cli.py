@@ -20,6 +20,15 @@ def main(argv: list[str] | None = None) -> int:
         from switchyard_client.hook import run
 
         return run()
+    if argv[:1] == ["mcp"] and not set(argv[1:]) & {"-h", "--help"}:
+        # Serves MCP over stdin/stdout until the client hangs up (see mcp_server.py).
+        try:
+            from switchyard_client.mcp_server import main as serve_mcp
+        except ImportError:
+            print("switchyard: `switchyard mcp` needs the mcp package: pip install './client[mcp]'", file=sys.stderr)
+            return 3
+        serve_mcp()
+        return 0
     import json
 
     args = build_parser().parse_args(argv)
@@ -170,6 +179,14 @@ def build_parser():
     resume = sub.add_parser("resume", help="what to pick up: checkpoint, open tool calls, milestones, claims")
     resume.add_argument("id", nargs="?")
     sub.add_parser("hook", help="record one Claude Code hook payload from stdin (always exits 0)")
+    sub.add_parser(
+        "mcp",
+        help="serve the Model Context Protocol over stdio (needs the mcp extra)",
+        description="Serve Switchyard's agent tools over MCP on stdin/stdout: claim tasks, report progress and "
+        "milestones, checkpoints, workspace files, worktrees, and questions to the product owner. "
+        "Configured by SWITCHYARD_URL and SWITCHYARD_KEY; the session is SWITCHYARD_SESSION, the current one, "
+        "or opened on first use.",
+    )
     return parser
 
 
