@@ -6,6 +6,7 @@ from functools import cache
 
 from django.db import connection
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from config.api.errors import DomainError
 from ledger.models import ToolInvocation
@@ -86,11 +87,15 @@ class ResumeState:
     open_tool_calls: list[ToolInvocation]
     milestones: list[Milestone]
     claimed_tasks: list
+    claimed_worktrees: list
     last_event_seq: int
 
 
 def session_resume(*, session: AgentSession) -> ResumeState:
+    """What a restarted agent picks up. Worktree claims belong to the agent, not the session: the
+    ones listed are those whose lease has not expired (a lapsed one may already be someone else's)."""
     from board.models import Task
+    from workspaces.models import Worktree
 
     checkpoint = Checkpoint.objects.filter(session=session).order_by("-seq").first()
     open_calls = list(
@@ -105,11 +110,19 @@ def session_resume(*, session: AgentSession) -> ResumeState:
             "id"
         )
     )
+    worktrees = list(
+        Worktree.objects.filter(
+            holder_id=session.agent_id, status=Worktree.Status.ACTIVE, lease_expires_at__gte=timezone.now()
+        )
+        .select_related("repository", "holder")
+        .order_by("id")
+    )
     return ResumeState(
         session=session,
         checkpoint=checkpoint,
         open_tool_calls=open_calls,
         milestones=milestones,
         claimed_tasks=claimed,
+        claimed_worktrees=worktrees,
         last_event_seq=session.last_event_seq,
     )

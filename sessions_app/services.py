@@ -190,9 +190,12 @@ def session_transition(
 
 
 def session_heartbeat(*, session: AgentSession) -> AgentSession:
+    """The session and its agent are alive. Like the agent's own heartbeat it renews the agent's
+    worktree leases: an agent the reaper counts as alive must not lose its worktrees to expiry."""
     now = timezone.now()
     AgentSession.objects.filter(pk=session.pk).update(last_heartbeat_at=now)
     Agent.objects.filter(pk=session.agent_id).update(last_heartbeat_at=now)
+    worktree_leases_renew(agent=session.agent)
     session.last_heartbeat_at = now
     return session
 

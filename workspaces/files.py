@@ -52,6 +52,14 @@ class StagedFile:
         os.fsync(self._dir_fd)
         self.published = True
 
+    def open_for_read(self) -> int:
+        """A read-only descriptor of the staged bytes (before ``publish``); the caller closes it."""
+        try:
+            return os.open(self._tmp_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd)
+        except FileNotFoundError:
+            # As in publish(): the folder was removed or replaced while the bytes were written.
+            raise DomainError("The folder changed while the file was written; retry.", code="conflict") from None
+
 
 @contextmanager
 def staged_file(*, root: Path, parts: tuple[str, ...], chunks: Iterable[bytes], max_bytes: int) -> Iterator[StagedFile]:

@@ -1,6 +1,7 @@
 """Workspace folders and the artifacts in them."""
 
 import contextlib
+import logging
 import mimetypes
 import os
 import uuid
@@ -15,9 +16,12 @@ from config.api.errors import DomainError
 from ledger.events import event_record
 from ledger.models import ToolInvocation
 from sessions_app.actors import Actor
-from workspaces.files import staged_file
+from workspaces.backups import BackupFailed, artifact_version_backup, backup_wanted
+from workspaces.files import StagedFile, staged_file
 from workspaces.models import Artifact, ArtifactVersion, Workspace
 from workspaces.safepaths import clean_relative, open_file_beneath, parent_descriptor, resolve_under_roots
+
+logger = logging.getLogger(__name__)
 
 SESSION_FOLDERS = ("search_results", "work_products", "workbench_activity", "media")
 FOLDER_KINDS = {
@@ -141,9 +145,31 @@ def artifact_write(
             tool_invocation=tool_invocation,
         )
         if created:
+            _upload_backup(actor=actor, workspace=workspace, parts=parts, version=version, staged=staged)
             # Last step before commit: if the rename fails, the version row rolls back with it.
             staged.publish()
     return artifact, version, created
+
+
+def _upload_backup(
+    *, actor: Actor, workspace: Workspace, parts: tuple[str, ...], version: ArtifactVersion, staged: StagedFile
+) -> None:
+    """Back up a new work-product version from the staged bytes, in the upload's transaction.
+
+    Not left to the observer: the next upload may replace the file before any observer reads
+    it, and that version's bytes would be gone. A copy that fails is logged and the upload
+    still succeeds; its version has no backup location, so the reconcile tries again (while the
+    file still holds those bytes).
+    """
+    if not backup_wanted(workspace=workspace, parts=parts):
+        return
+    fd = staged.open_for_read()
+    try:
+        artifact_version_backup(version=version, workspace=workspace, fd=fd, actor=actor)
+    except BackupFailed as exc:
+        logger.warning("%s; the upload is kept without a backup, the next reconcile tries again", exc)
+    finally:
+        os.close(fd)
 
 
 def artifact_record_version(

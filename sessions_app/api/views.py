@@ -16,6 +16,7 @@ from sessions_app import selectors, services
 from sessions_app.api import serializers as s
 from sessions_app.api.fast import stream_event_fast_validate, stream_event_render
 from sessions_app.api.filters import SessionFilter
+from workspaces.api.worktree_serializers import WorktreeOutput
 
 BATCH_DOC = (
     "Send one object, or a list of at most 1,000 (a batch). A batch answers 201 when all are stored, "
@@ -143,6 +144,7 @@ class ResumeOutput(serializers.Serializer):
     open_tool_calls = ToolCallOutput(many=True)
     milestones = s.MilestoneOutput(many=True)
     claimed_tasks = TaskOutput(many=True)
+    claimed_worktrees = WorktreeOutput(many=True, help_text="Worktrees this agent holds on a lease not yet expired.")
     last_event_seq = serializers.IntegerField()
 
 
@@ -159,6 +161,7 @@ class SessionResumeView(APIView):
                 "open_tool_calls": ToolCallOutput(state.open_tool_calls, many=True).data,
                 "milestones": s.MilestoneOutput(state.milestones, many=True).data,
                 "claimed_tasks": TaskOutput(state.claimed_tasks, many=True).data,
+                "claimed_worktrees": WorktreeOutput(state.claimed_worktrees, many=True).data,
                 "last_event_seq": state.last_event_seq,
             }
         )

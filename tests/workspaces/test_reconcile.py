@@ -127,11 +127,15 @@ def test_the_default_folder_is_registered_as_the_shared_workspace_on_first_sight
     assert (artifact.workspace.kind, artifact.path) == ("shared", "hello.txt")
 
 
-def test_an_api_upload_without_a_backup_gets_one(session_ws, file_roots):
+def test_an_api_upload_whose_backup_failed_gets_one(session_ws, file_roots):
+    # A file where the backup folder should be: the upload's own copy fails, the upload stands.
+    blocker = file_roots["SAVED_REPORTS_ROOT"] / "session_20260101_120000_abcd1234"
+    blocker.write_text("in the way")
     artifact, version, _ = artifact_write(
         actor=SYSTEM, workspace=session_ws, path="work_products/api.md", chunks=[b"uploaded"]
     )
     assert version.backup_location == ""
+    blocker.unlink()
 
     report = workspace_reconcile(settle_ns=0)
 

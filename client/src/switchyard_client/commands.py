@@ -72,6 +72,8 @@ def fmt_resume(r: t.Resume) -> str:
     lines += [f"  - {m['created_at']}: {m['text']}" for m in r["milestones"]]
     lines.append(f"claimed tasks: {len(r['claimed_tasks'])}")
     lines += [f"  - {fmt_task(task)}" for task in r["claimed_tasks"]]
+    lines.append(f"claimed worktrees: {len(r.get('claimed_worktrees', []))}")
+    lines += [f"  - {fmt_worktree(w)}" for w in r.get("claimed_worktrees", [])]
     return "\n".join(lines)
 
 
@@ -234,6 +236,9 @@ def worktree_repos(c: Client, a):
 
 
 def resume(c: Client, a):
+    # A restarted agent is alive again: the heartbeat renews the worktree leases it still holds
+    # (and brings it back from "stale") before it reads what it holds.
+    c.agent_heartbeat()
     _out(a, c.session_resume(_session(a, a.id)), fmt_resume)
 
 

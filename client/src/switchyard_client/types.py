@@ -207,6 +207,7 @@ class Resume(TypedDict):
     open_tool_calls: list[ToolCall]
     milestones: list[Milestone]
     claimed_tasks: list[Task]
+    claimed_worktrees: list[Worktree]  # held by the agent on a lease not yet expired
     last_event_seq: int
 
 
