@@ -29,9 +29,13 @@ def _may_see_board(user) -> bool:
     return user is not None and user.is_authenticated and user_may(user, BOARD)
 
 
-@database_sync_to_async
-def _render(seq: int, task_ids: list[int]) -> str:
+# Not thread-sensitive: a render must not queue behind the HTTP views on the one shared thread,
+# or a hundred boards fall behind a burst of moves and the layer drops their messages.
+def _render_sync(seq: int, task_ids: list[int]) -> str:
     return json.dumps({"type": "tasks", "seq": seq, **board_cards_render(task_ids=task_ids)})
+
+
+_render = database_sync_to_async(_render_sync, thread_sensitive=False)
 
 
 async def board_message_text(message: dict) -> str:

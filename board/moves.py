@@ -11,7 +11,7 @@ Rules for people (the board is theirs to steer):
 
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from board.live import board_push_tasks
@@ -26,6 +26,22 @@ CLAIM_ENDINGS = {
     Task.Status.REVIEW: (TaskClaim.Outcome.COMPLETED, Task.Status.REVIEW),
     Task.Status.FAILED: (TaskClaim.Outcome.FAILED, Task.Status.FAILED),
 }
+
+
+MOVES_LOCK_KEY = 0x4D4F5645  # "MOVE": the PostgreSQL advisory lock every board move takes
+
+
+def _moves_lock() -> None:
+    """Serialise board moves for the rest of the transaction.
+
+    Row locks alone are not enough: under READ COMMITTED a card another mover has just put in
+    the column is not among the rows this mover's SELECT ... FOR UPDATE waited on, so both would
+    take the same midpoint. People move cards at human speed, so one lock for the board costs
+    nothing. SQLite's IMMEDIATE transactions already serialise writers at BEGIN.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [MOVES_LOCK_KEY])
 
 
 @dataclass(frozen=True)
@@ -88,15 +104,17 @@ def task_move(
 ) -> MoveResult:
     """Put a task in column ``status`` between ``after_id`` (above) and ``before_id`` (below).
 
-    Locks the task and every card of the target column, in pk order (so two movers never
-    deadlock), before reading ranks: of two people moving at once, the second sees the first's
-    result and every screen ends with the same order. Usually one row changes (the midpoint
-    rank); when the neighbours have no gap left the column is renumbered.
+    Takes the board's move lock, then locks the task and every card of the target column in pk
+    order (against other writers of those rows) before reading ranks: of two people moving at
+    once, the second sees the first's result and every screen ends with the same order. Usually
+    one row changes (the midpoint rank); when the neighbours have no gap left the column is
+    renumbered.
     """
     if status not in Task.Status.values:
         raise DomainError(f"Unknown column {status!r}.")
     if task_id in (before_id, after_id):
         raise DomainError("A card can't be placed next to itself.")
+    _moves_lock()
     locked = list(Task.objects.select_for_update().filter(pk=task_id).order_by("pk"))
     if not locked:
         raise DomainError(f"Task {task_id} not found.", code="not_found")
