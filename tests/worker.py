@@ -102,15 +102,20 @@ class WorkerProcess:
             self.process.wait(timeout=30)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if getattr(self, "log", None):
-            self.log.close()
+        stop_process(self.process, getattr(self, "log", None))
+
+
+def stop_process(process: subprocess.Popen | None, log=None) -> None:
+    """SIGTERM, then SIGKILL after 20 s; close its log file."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if log is not None:
+        log.close()
 
 
 def wait_for(predicate, *, timeout: float = 30, interval: float = 0.05, message: str = "condition"):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.worker import ROOT, worker_environment
+from tests.worker import ROOT, stop_process, worker_environment
 
 
 def free_port() -> int:
@@ -63,12 +63,4 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace")[-5000:]
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if getattr(self, "log", None):
-            self.log.close()
+        stop_process(self.process, getattr(self, "log", None))
