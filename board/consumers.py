@@ -15,6 +15,7 @@ from collections import OrderedDict
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from board.embedded_bridge import bridge, bridge_needed
 from board.live import BOARD_GROUP, board_cards_render, board_seq_current
 from config.pages import BOARD, user_may
 
@@ -51,6 +52,8 @@ async def board_message_text(message: dict) -> str:
 
 
 class BoardConsumer(AsyncWebsocketConsumer):
+    bridged = False  # watching the task table for other processes' changes (board/embedded_bridge.py)
+
     async def connect(self):
         # The origin check is config/asgi.py's AllowedHostsOriginValidator; here, who may look.
         if not await _may_see_board(self.scope.get("user")):
@@ -58,14 +61,21 @@ class BoardConsumer(AsyncWebsocketConsumer):
             return
         await self.channel_layer.group_add(BOARD_GROUP, self.channel_name)
         await self.accept()
+        self.bridged = bridge_needed()
+        if self.bridged:
+            bridge().board_opened()
         seq = await database_sync_to_async(board_seq_current)()
         await self.send(text_data=json.dumps({"type": "hello", "seq": seq}))
 
     async def disconnect(self, code):
+        if getattr(self, "bridged", False):
+            bridge().board_closed()
         await self.channel_layer.group_discard(BOARD_GROUP, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
         pass  # the board only listens; moves go through the HTTP view and its service
 
     async def board_tasks_changed(self, message):
+        if self.bridged:
+            bridge().pushed(message["task_ids"])
         await self.send(text_data=await board_message_text(message))

@@ -1,0 +1,100 @@
+"""Board pushes for changes made in other processes, on the embedded default.
+
+With Redis, every process shares the channel layer, so a task changed by the Celery worker
+(sync-to-db), a management command (imports) or another web process reaches every board. The
+embedded default's in-memory layer lives inside one process: changes made elsewhere would never
+be pushed. There, the web process watches the task table instead: while at least one board is
+open, it looks every ``POLL_SECONDS`` for rows whose ``updated_at`` moved and pushes them like
+any other change. Changes this process pushed itself are skipped: every push passes through
+this process's boards, which note when each task was last sent.
+"""
+
+import asyncio
+from datetime import timedelta
+
+from channels.db import database_sync_to_async
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.utils import timezone
+
+from board.live import board_push_tasks
+from board.models import Task
+
+POLL_SECONDS = 0.5
+# A writer stamps updated_at before it commits: look back this far so a slow commit is not missed.
+OVERLAP = timedelta(seconds=5)
+
+
+def bridge_needed() -> bool:
+    return isinstance(get_channel_layer(), InMemoryChannelLayer)
+
+
+class TaskTableWatch:
+    """What has been seen: ``(task id, updated_at)`` pairs within the look-back window."""
+
+    def __init__(self, pushed_at: dict) -> None:
+        self.since = timezone.now()
+        self.seen: dict[int, object] = {}
+        self.pushed_at = pushed_at  # task id -> when a push of it last went out from this process
+
+    def changed_ids(self) -> list[int]:
+        rows = Task.objects.filter(updated_at__gt=self.since - OVERLAP).values_list("id", "updated_at")
+        # A row stamped before this process last pushed it was pushed already (stamp, commit, push).
+        fresh = [
+            task_id
+            for task_id, stamp in rows
+            if self.seen.get(task_id) != stamp and self.pushed_at.get(task_id, stamp) <= stamp
+        ]
+        self.seen = dict(rows)
+        if rows:
+            self.since = max(stamp for _, stamp in rows)
+        return fresh
+
+
+def _poll_once(watch: TaskTableWatch) -> None:
+    changed = watch.changed_ids()
+    if changed:
+        board_push_tasks(task_ids=changed)
+
+
+_poll = database_sync_to_async(_poll_once)
+
+
+class Bridge:
+    """One per event loop (one per web process): runs while boards are open."""
+
+    def __init__(self) -> None:
+        self.boards = 0
+        self.task: asyncio.Task | None = None
+        self.pushed_at: dict[int, object] = {}
+
+    def pushed(self, task_ids: list[int]) -> None:
+        """A push of these tasks reached a board of this process."""
+        now = timezone.now()
+        for task_id in task_ids:
+            self.pushed_at[task_id] = now
+
+    def board_opened(self) -> None:
+        self.boards += 1
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._run())
+
+    def board_closed(self) -> None:
+        self.boards = max(0, self.boards - 1)
+        if self.boards == 0 and self.task is not None:
+            self.task.cancel()
+            self.task = None
+            self.pushed_at.clear()
+
+    async def _run(self) -> None:
+        watch = TaskTableWatch(self.pushed_at)
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            await _poll(watch)
+
+
+_bridges: dict[asyncio.AbstractEventLoop, Bridge] = {}
+
+
+def bridge() -> Bridge:
+    loop = asyncio.get_running_loop()
+    return _bridges.setdefault(loop, Bridge())
