@@ -174,6 +174,11 @@ def session_transition(
         session=session, type=StreamEvent.Type.STATUS_CHANGE, payload={"from": previous, "to": status, "reason": reason}
     )
     session_push(session_id=session.pk, seqs=(event.seq, event.seq), status=True)
+    if Status.WAITING_FOR_INPUT in (previous, status):
+        # Cards of the session's tasks carry a "waiting for input" badge.
+        from board.live import board_push_tasks
+
+        board_push_tasks(task_ids=session.claimed_tasks.values_list("id", flat=True))
     if status in (Status.CANCELLED, Status.FAILED):
         # Work the session can no longer do goes back to the board for someone else.
         from board.services import task_claims_release_for_session

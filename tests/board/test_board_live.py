@@ -193,3 +193,29 @@ def test_a_sync_write_pushes_the_synced_tasks():
         await board.disconnect()
 
     async_to_sync(scenario)()
+
+
+def test_a_session_waiting_for_input_pushes_its_task_card_with_the_badge():
+    from sessions_app.models import AgentSession
+    from sessions_app.services import session_transition
+    from tests.factories import AgentFactory, SessionFactory
+
+    person = product_owner()
+    agent = AgentFactory(slug="waiter")
+    session = SessionFactory(agent=agent, status=AgentSession.Status.RUNNING)
+    task = TaskFactory(title="Needs a decision", status="in_progress", assignee=agent, session=session)
+    actor = Actor(agent=agent)
+
+    async def scenario():
+        board = await _connected(person)
+        await database_sync_to_async(session_transition)(
+            actor=actor, session=session, status=AgentSession.Status.WAITING_FOR_INPUT
+        )
+        waiting = await _next_push(board)
+        assert f'id="task-{task.pk}"' in waiting["html"] and "Waiting for input" in waiting["html"]
+        await database_sync_to_async(session_transition)(actor=actor, session=session, status="running")
+        running = await _next_push(board)
+        assert f'id="task-{task.pk}"' in running["html"] and "Waiting for input" not in running["html"]
+        await board.disconnect()
+
+    async_to_sync(scenario)()
