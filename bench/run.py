@@ -96,6 +96,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--agents", type=int, default=32, help="concurrent agents (keys) claiming tasks")
     parser.add_argument("--tasks", type=int, default=30_000, help="ready tasks created for the claim figure")
     parser.add_argument("--workers", type=int, default=2, help="server worker processes")
+    parser.add_argument(
+        "--no-reuse-port",
+        dest="reuse_port",
+        action="store_false",
+        help="gunicorn without --reuse-port (one listening socket shared by the workers, as before 2026-11-26)",
+    )
     parser.add_argument("--port", type=int, default=0, help="server port (0: a free one)")
     parser.add_argument("--db", default="switchyard_bench", help="database to drop, recreate and use")
     parser.add_argument("--pg-host", default=os.environ.get("PGHOST", "127.0.0.1"), help="PostgreSQL host")
@@ -417,7 +423,10 @@ class Server:
             worker_class = "uvicorn_worker.UvicornWorker" if choice == "gunicorn" else "uvicorn.workers.UvicornWorker"
             cmd = [str(bin_dir / "gunicorn"), "config.asgi:application", "-k", worker_class, "-w", workers]
             cmd += ["-b", bind, "--log-level", "warning", "--graceful-timeout", "5", "--timeout", "60"]
-            return f"gunicorn -k {worker_class} -w {workers}", cmd
+            # As in the Procfile: a listening socket per worker, so the kernel spreads keep-alive
+            # connections over the workers instead of letting the first awake take them all.
+            reuse = ["--reuse-port"] if self.args.reuse_port else []
+            return f"gunicorn -k {worker_class} -w {workers}{' --reuse-port' if reuse else ''}", cmd + reuse
         cmd = [sys.executable, "-m", "uvicorn", "config.asgi:application", "--workers", workers]
         cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning", "--no-access-log"]
         return f"uvicorn --workers {workers}", cmd

@@ -3,8 +3,11 @@
 The writer's side is cheap on purpose, because it runs on the API's hot paths: after commit it
 takes the next board-wide sequence number (an in-process counter with the in-memory channel
 layer, Redis INCR otherwise: no SQL query) and sends one group message with the changed task
-ids. Rendering happens in the consumers (board/consumers.py), once per process and message,
-from the same partials the page uses, so nobody connected costs no rendering at all.
+ids. With Redis the INCR and a count of the open boards share one round trip, and the message is
+sent only when a board is open (config/side_effects.py): a board that opens later starts from
+its "hello" number, and sees a number taken meanwhile as a gap. Rendering happens in the
+consumers (board/consumers.py), once per process and message, from the same partials the page
+uses, so nobody connected costs no rendering at all.
 
 Group message: ``{"type": "board.tasks_changed", "id": <uuid hex>, "seq": <int>, "task_ids": [..]}``.
 """
@@ -20,7 +23,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
-from config.side_effects import after_commit
+from config.side_effects import after_commit, group_members_key, redis_client
 
 BOARD_GROUP = "board"
 SEQ_KEY = "switchyard:board:seq"
@@ -30,11 +33,8 @@ _local_seq_lock = threading.Lock()
 _local_seq_last = 0
 
 
-@cache
 def _redis():
-    import redis
-
-    return redis.Redis.from_url(settings.REDIS_URL)
+    return redis_client(settings.REDIS_URL)
 
 
 def board_seq_next() -> int:
@@ -69,11 +69,31 @@ class _Batch:
             _send(sorted(self.ids))
 
 
+def _seq_next_and_joined(layer) -> tuple[int, bool]:
+    """The next sequence number, and whether any board is open (True when the layer can't say)."""
+    members = group_members_key(layer, BOARD_GROUP)
+    if members is None:
+        return board_seq_next(), True
+    url, key = members
+    if url == settings.REDIS_URL:
+        pipe = _redis().pipeline(transaction=False)  # one round trip for both
+        pipe.incr(SEQ_KEY)
+        pipe.zcard(key)
+        seq, joined = pipe.execute()
+        return int(seq), joined > 0
+    return board_seq_next(), redis_client(url).zcard(key) > 0
+
+
 def _send(task_ids: list[int]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    message = {"type": "board.tasks_changed", "id": uuid.uuid4().hex, "seq": board_seq_next(), "task_ids": task_ids}
+    # The number is taken even when nobody listens: a board whose page was rendered before
+    # this change but which joins after it must see a gap at the next message.
+    seq, joined = _seq_next_and_joined(layer)
+    if not joined:
+        return
+    message = {"type": "board.tasks_changed", "id": uuid.uuid4().hex, "seq": seq, "task_ids": task_ids}
     async_to_sync(layer.group_send)(BOARD_GROUP, message)
 
 

@@ -7,7 +7,8 @@ from django.utils import timezone
 from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task, TaskClaim
 from config.api.errors import DomainError
-from ledger.events import event_record
+from ledger.events import event_dispatch, event_record
+from ledger.models import Event
 from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession
 
@@ -101,22 +102,52 @@ _CLAIM_SET = "status = %s, assignee_id = %s, session_id = %s, started_at = %s, u
 _CLAIMABLE = "status = %s AND assignee_id IS NULL"
 
 
-def _claim_update(*, where: str, params: list, agent: Agent, session: AgentSession | None) -> Task | None:
-    """Run the claiming UPDATE ... RETURNING and load the task from the row it returns."""
+def _claim_take(*, where: str, params: list, agent: Agent, session: AgentSession | None, actor: Actor) -> Task | None:
+    """Take a ready, unheld task matching ``where`` for ``agent``: task, open claim, ledger event, push.
+
+    The conditional UPDATE ... RETURNING is the lock: of two claimants, the database lets exactly
+    one change the row; the partial unique index on open claims backs it up. On PostgreSQL the
+    claim row and the event are inserted by the same statement (data-modifying CTEs), one round
+    trip instead of three while the row is locked; elsewhere (SQLite) they follow the UPDATE.
+    """
     table = connection.ops.quote_name(Task._meta.db_table)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    sql = f"UPDATE {table} SET {_CLAIM_SET} WHERE {_CLAIMABLE} AND {where} RETURNING *"
-    head = [Task.Status.IN_PROGRESS, agent.pk, session.pk if session else None, now, now, Task.Status.READY]
-    rows = list(Task.objects.raw(sql, head + params))
+    session_id = session.pk if session else None
+    update = f"UPDATE {table} SET {_CLAIM_SET} WHERE {_CLAIMABLE} AND {where} RETURNING *"
+    head = [Task.Status.IN_PROGRESS, agent.pk, session_id, now, now, Task.Status.READY]
+    if connection.vendor != "postgresql":
+        rows = list(Task.objects.raw(update, head + params))
+        return _claim_opened(task=rows[0], agent=agent, session=session, actor=actor) if rows else None
+    claims = connection.ops.quote_name(TaskClaim._meta.db_table)
+    events = connection.ops.quote_name(Event._meta.db_table)
+    # The event is what _task_event("task.claimed", ...) records: the same columns and payload.
+    sql = (
+        f"WITH picked AS ({update}), "
+        f"claim AS (INSERT INTO {claims} (task_id, agent_id, session_id, outcome, claimed_at) "
+        "SELECT id, %s, %s, %s, %s FROM picked), "
+        f"event AS (INSERT INTO {events} (name, subject_type, subject_id, actor, payload, created_at) "
+        "SELECT 'task.claimed', 'task', id::text, %s, jsonb_build_object('title', left(title, 200), "
+        "'status', status, 'agent', %s::text, 'session', %s::text), %s FROM picked RETURNING id) "
+        "SELECT picked.*, (SELECT id FROM event) AS claimed_event_id FROM picked"
+    )
+    tail = [agent.pk, session_id, TaskClaim.Outcome.OPEN, now, actor.label, agent.slug, session_id, now]
+    rows = list(Task.objects.raw(sql, head + params + tail))
     if not rows:
         return None
-    task = rows[0]
+    task = _claimed(task=rows[0], agent=agent, session=session)
+    event_dispatch(event_id=task.claimed_event_id)
+    board_push_tasks(task_ids=[task.pk])
+    return task
+
+
+def _claimed(*, task: Task, agent: Agent, session: AgentSession | None) -> Task:
     task.assignee = agent  # the row has its id; the output shows its slug without another query
     task.session = session
     return task
 
 
 def _claim_opened(*, task: Task, agent: Agent, session: AgentSession | None, actor: Actor) -> Task:
+    task = _claimed(task=task, agent=agent, session=session)
     TaskClaim.objects.create(task_id=task.pk, agent=agent, session=session)
     _task_event("task.claimed", task, actor, agent=agent.slug, session=session.pk if session else None)
     board_push_tasks(task_ids=[task.pk])
@@ -124,13 +155,8 @@ def _claim_opened(*, task: Task, agent: Agent, session: AgentSession | None, act
 
 
 def _claim(*, task_id: int, agent: Agent, session: AgentSession | None, actor: Actor) -> Task | None:
-    """Take a ready, unheld task for ``agent``. Caller holds a transaction.
-
-    The conditional UPDATE is the lock: of two claimants, the database lets exactly one
-    change the row. The partial unique index on open claims backs it up.
-    """
-    task = _claim_update(where="id = %s", params=[task_id], agent=agent, session=session)
-    return None if task is None else _claim_opened(task=task, agent=agent, session=session, actor=actor)
+    """Take this task if it is ready and unheld. Caller holds a transaction."""
+    return _claim_take(where="id = %s", params=[task_id], agent=agent, session=session, actor=actor)
 
 
 def _claim_best(*, agent: Agent, session: AgentSession | None, campaign: Campaign | None, actor: Actor) -> Task | None:
@@ -147,8 +173,7 @@ def _claim_best(*, agent: Agent, session: AgentSession | None, campaign: Campaig
         f"{campaign_filter} ORDER BY priority, rank, id LIMIT 1{lock})"
     )
     params = [Task.Status.READY, agent.slug] + ([campaign.pk] if campaign is not None else [])
-    task = _claim_update(where=pick, params=params, agent=agent, session=session)
-    return None if task is None else _claim_opened(task=task, agent=agent, session=session, actor=actor)
+    return _claim_take(where=pick, params=params, agent=agent, session=session, actor=actor)
 
 
 def _check_claimant(*, agent: Agent, session: AgentSession | None) -> None:

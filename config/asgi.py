@@ -1,14 +1,48 @@
 """ASGI entry point: HTTP through Django, websockets through Channels' router."""
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import django
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.handlers.asgi import ASGIHandler
 
 from config.asgi_stream import AfterBodyReceive, StreamedBody, is_streamed
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+
+class RequestThreads:
+    """Single-thread executors handed from one request to the next.
+
+    Django runs each HTTP request in a ``ThreadSensitiveContext``: by default asgiref makes a new
+    one-thread executor for it, so every request started a thread, built Django's per-thread
+    state (its database connection wrapper among it), and at the end started a second thread to
+    join the first. Here a request borrows an idle executor and gives it back, as threads are
+    reused under WSGI. One executor still runs one request at a time (a view that outlives its
+    request, after a client disconnect, delays the next borrower, never runs beside it), and
+    Django's request_started/request_finished handlers still run on the request's thread.
+    """
+
+    KEPT = 64  # idle executors kept; a burst beyond that makes (and then stops) more
+
+    def __init__(self) -> None:
+        self._idle: list[ThreadPoolExecutor] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+
+    def give_back(self, executor: ThreadPoolExecutor) -> None:
+        with self._lock:
+            if len(self._idle) < self.KEPT:
+                self._idle.append(executor)
+                return
+        executor.shutdown(wait=False)
 
 
 class SyncChainASGIHandler(ASGIHandler):
@@ -23,8 +57,21 @@ class SyncChainASGIHandler(ASGIHandler):
     Django calls it through ``async_to_sync``.
     """
 
+    threads = RequestThreads()
+
     def load_middleware(self, is_async=False):
         super().load_middleware(is_async=False)
+
+    async def __call__(self, scope, receive, send):
+        # Django's own __call__, with a borrowed executor instead of a new thread per request.
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        executor = self.threads.take()
+        try:
+            async with ThreadSensitiveContext(executor=executor):
+                await self.handle(scope, receive, send)
+        finally:
+            self.threads.give_back(executor)
 
     async def handle(self, scope, receive, send):
         # File uploads are streamed to the view instead of spooled first (config/asgi_stream.py).

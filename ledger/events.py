@@ -22,6 +22,12 @@ def event_record(
     event = Event.objects.create(
         name=name, subject_type=subject_type, subject_id=str(subject_id), actor=actor, payload=payload or {}
     )
-    if webhooks_enabled():
-        enqueue_task(webhooks_dispatch_task, event.pk)
+    event_dispatch(event_id=event.pk)
     return event
+
+
+def event_dispatch(*, event_id: int) -> None:
+    """What follows the insert of every event: for a service that inserts its event in its own
+    SQL (board/services.py, a claim's single statement), and for ``event_record``."""
+    if webhooks_enabled():
+        enqueue_task(webhooks_dispatch_task, event_id)

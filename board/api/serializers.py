@@ -1,3 +1,5 @@
+from functools import cache
+
 from rest_framework import serializers
 
 from board.models import Campaign, Lead, Task
@@ -32,6 +34,43 @@ class TaskOutput(serializers.ModelSerializer):
             "created_at",
             "updated_at",
         ]
+
+
+@cache
+def _datetime_field() -> serializers.DateTimeField:
+    # Built on first use: DRF reads its settings when a field is made, too early at import.
+    return serializers.DateTimeField()
+
+
+def _when(value):
+    return None if value is None else _datetime_field().to_representation(value)
+
+
+def task_render(task: Task) -> dict:
+    """What ``TaskOutput(task).data`` gives, built by hand for the claim endpoints, where the
+    serializer's field machinery was a sixth of a claim. tests/board/test_task_render.py holds
+    the two to the same output."""
+    return {
+        "id": task.pk,
+        "title": task.title,
+        "description": task.description,
+        "status": task.status,
+        "priority": task.priority,
+        "rank": task.rank,
+        "assignee": task.assignee.slug if task.assignee_id is not None else None,
+        "suggested_agent": task.suggested_agent,
+        "session": task.session_id,
+        "campaign": task.campaign_id,
+        "labels": task.labels,
+        "source_file": task.source_file,
+        "external_id": task.external_id,
+        "started_at": _when(task.started_at),
+        "finished_at": _when(task.finished_at),
+        "retries": task.retries,
+        "error": task.error,
+        "created_at": _when(task.created_at),
+        "updated_at": _when(task.updated_at),
+    }
 
 
 class TaskCreateInput(StrictSerializer):

@@ -65,7 +65,7 @@ class TaskClaimNextView(APIView):
         task = services.task_claim_next(actor=actor, agent=agent, session=session, campaign=campaign)
         if task is None:
             return Response(status=204)
-        return Response(s.TaskOutput(task).data)
+        return Response(s.task_render(task))
 
 
 class TaskClaimView(APIView):
