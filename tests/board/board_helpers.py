@@ -1,17 +1,12 @@
 """Shared set-up for the board page, move and live tests."""
 
-from django.contrib.auth.models import Group
-
 from config.pages import PRODUCT_OWNERS
-from tests.factories import UserFactory
+from tests.page_users import user_in
 
 
 def product_owner(username: str = "po"):
-    """A person in the product-owner group (made here too: transactional tests flush the migration's row)."""
-    user = UserFactory(username=username, is_staff=False)
-    group, _ = Group.objects.get_or_create(name=PRODUCT_OWNERS)
-    user.groups.add(group)
-    return user
+    """A person in the product-owner group."""
+    return user_in(PRODUCT_OWNERS, username=username)
 
 
 def column_titles(response, status: str) -> list[str]:

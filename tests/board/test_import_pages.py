@@ -3,7 +3,6 @@
 import json
 
 import pytest
-from django.contrib.auth.models import Group
 
 from board.imports.campaigns import campaign_import
 from board.models import Campaign, Lead, Task
@@ -11,6 +10,7 @@ from config.pages import PRODUCT_OWNERS
 from sessions_app.actors import SYSTEM
 from tests.board.helpers import board_state
 from tests.factories import UserFactory
+from tests.page_users import user_in
 
 pytestmark = pytest.mark.django_db
 
@@ -19,9 +19,7 @@ FILE = "# Plan\n## P1 Backend\n- [ ] Add retries #reliability\n- [ ] Old item\n"
 
 @pytest.fixture
 def owner_client(client):
-    user = UserFactory(is_staff=False)
-    user.groups.set(Group.objects.filter(name=PRODUCT_OWNERS))
-    client.force_login(user)
+    client.force_login(user_in(PRODUCT_OWNERS))
     return client
 
 

@@ -10,11 +10,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group
 
 from config.pages import ENGINEERS, PRODUCT_OWNERS
 from tests.browser.server import ServerProcess
-from tests.factories import UserFactory
+from tests.page_users import user_in
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
@@ -72,10 +71,10 @@ def live_app(transactional_db, tmp_path):
 
 
 def person(*groups: str, username: str):
-    user = UserFactory(username=username, is_staff=ENGINEERS in groups)
+    user = user_in(*groups, username=username)
+    user.is_staff = ENGINEERS in groups
     user.set_password(PASSWORD)
     user.save()
-    user.groups.set(Group.objects.filter(name__in=groups))
     return user
 
 

@@ -4,20 +4,15 @@ import pytest
 from django.contrib.auth.models import Group
 
 from config.pages import ENGINEERS, PRODUCT_OWNERS
-from tests.factories import UserFactory
+from tests.page_users import user_in as _user_in
 
 BOARD_PAGES = ["/", "/priorities/", "/campaigns/"]
 ENGINEERING_PAGES = ["/sessions/", "/agents/", "/worktrees/"]
 
 
-def _user_in(*groups):
-    user = UserFactory(is_staff=False)
-    user.groups.set(Group.objects.filter(name__in=groups))
-    return user
-
-
-@pytest.mark.django_db
-def test_the_groups_exist():
+# serialized_rollback: the groups as the migration left them, even after a transactional test flushed them.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_migration_makes_the_groups():
     assert set(Group.objects.values_list("name", flat=True)) >= {PRODUCT_OWNERS, ENGINEERS}
 
 
