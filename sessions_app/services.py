@@ -300,6 +300,55 @@ def stream_events_append(*, session: AgentSession, items: list[IncomingItem]) ->
     return session_records_write(model=StreamEvent, session=session, items=items, create_rows=create)
 
 
+def stream_event_append_one(*, actor: Actor, session_id: str, item: IncomingItem) -> ItemResult | None:
+    """Store one event that has no client id in one statement, or return None.
+
+    The single-event POST is the busiest write of the API. On PostgreSQL the session's next seq is
+    taken and the row inserted by one UPDATE ... RETURNING feeding an INSERT: one round trip and
+    no transaction around it, where the general path costs a lookup, BEGIN, UPDATE, INSERT and
+    COMMIT. The UPDATE only matches a session of this agent that still takes records; when it
+    matches nothing (missing, another agent's, finished, or not an agent's key) nothing is written
+    and the caller takes the general path, which says which (404, 403, 409).
+    """
+    if connection.vendor != "postgresql" or actor.agent is None or item.client_id is not None:
+        return None
+    sessions = connection.ops.quote_name(AgentSession._meta.db_table)
+    events = connection.ops.quote_name(StreamEvent._meta.db_table)
+    terminal = sorted(AgentSession.TERMINAL)
+    now = timezone.now()
+    payload = StreamEvent._meta.get_field("payload").get_db_prep_save(item.data.get("payload") or {}, connection)
+    timestamp = item.data.get("timestamp") or now
+    sql = (
+        f"WITH s AS (UPDATE {sessions} SET last_event_seq = last_event_seq + 1 "
+        f"WHERE id = %s AND agent_id = %s AND status NOT IN ({', '.join(['%s'] * len(terminal))}) "
+        "RETURNING last_event_seq) "
+        f"INSERT INTO {events} (session_id, seq, type, payload, timestamp, created_at, client_id, body_sha256) "
+        "SELECT %s, s.last_event_seq, %s, %s, %s, %s, NULL, %s FROM s RETURNING id, seq"
+    )
+    adapt = connection.ops.adapt_datetimefield_value
+    params = [session_id, actor.agent.pk, *terminal]
+    params += [session_id, item.data["type"], payload, adapt(timestamp), adapt(now), item.body_sha256]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    event = StreamEvent(
+        id=row[0],
+        session_id=session_id,
+        seq=row[1],
+        type=item.data["type"],
+        payload=item.data.get("payload") or {},
+        timestamp=timestamp,
+        created_at=now,
+        client_id=None,
+        body_sha256=item.body_sha256,
+    )
+    event._state.adding = False
+    session_push(session_id=session_id, seqs=(event.seq, event.seq))  # autocommit: already committed
+    return ItemResult(index=item.index, status=201, obj=event)
+
+
 def checkpoint_save(*, session: AgentSession, item: IncomingItem) -> ItemResult:
     state = item.data["state"]
     size = len(json.dumps(state, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))

@@ -11,6 +11,7 @@ from board.api.serializers import TaskOutput
 from config.api.errors import DomainError
 from config.api.schema import one_or_batch
 from config.api.views import actor_from_request, incoming_items, validate_input, write_response
+from config.idempotency import IncomingItem, canonical_sha256
 from ledger.api.serializers import ToolCallOutput
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s
@@ -193,7 +194,16 @@ class SessionEventsView(APIView):
         description=BATCH_DOC,
     )
     def post(self, request, session_id: str):
-        session = selectors.session_get_for_append(actor=actor_from_request(request), session_id=session_id)
+        actor = actor_from_request(request)
+        data = request.data
+        plain = stream_event_fast_validate(data) if isinstance(data, dict) else None
+        if plain is not None and plain.get("id") is None:
+            # One plainly valid event without a client id: one statement, when the session takes it.
+            item = IncomingItem(index=0, data=plain, body_sha256=canonical_sha256(data), client_id=None)
+            stored = services.stream_event_append_one(actor=actor, session_id=session_id, item=item)
+            if stored is not None:
+                return write_response(results=[stored], is_batch=False, render=stream_event_render)
+        session = selectors.session_get_for_append(actor=actor, session_id=session_id)
         valid, invalid, is_batch = incoming_items(
             request.data,
             s.StreamEventInput,
