@@ -200,6 +200,7 @@ async def _push_run(base, port, session_id, clients, changes, rate, lanes, mover
     cookie = f"sessionid={session_id}"
     received: list[dict[int, tuple[float, int]]] = [{} for _ in range(clients)]
     gaps = [0] * clients
+    committed_ms: list[float] = []  # from the server's after-commit send ("at") to receipt
     hello: list[int] = [0] * clients
     ready = asyncio.Event()
     connected = 0
@@ -219,6 +220,8 @@ async def _push_run(base, port, session_id, clients, changes, rate, lanes, mover
             async for frame in socket_:
                 now = time.perf_counter()
                 message = json.loads(frame)
+                if message.get("at"):
+                    committed_ms.append((time.time() - message["at"]) * 1000)
                 if message["seq"] != last + 1:
                     gaps[index] += 1
                 last = message["seq"]
@@ -280,13 +283,17 @@ async def _push_run(base, port, session_id, clients, changes, rate, lanes, mover
         "achieved_per_s": round(changes / elapsed, 1),
         "p50_ms": round(statistics.median(latencies), 1),
         "p99_ms": round(pct(latencies, 99), 1),
+        "commit_to_received_p50_ms": round(statistics.median(committed_ms), 1),
+        "commit_to_received_p99_ms": round(pct(committed_ms, 99), 1),
         "move_request_p50_ms": round(statistics.median(request_ms), 1),
         "gaps": sum(gaps),
         "missing": missing,
     }
     say(
-        f"push    {clients} clients, {changes} moves at {result['achieved_per_s']}/s: p50 {result['p50_ms']} ms"
-        f"  p99 {result['p99_ms']} ms  (move request p50 {result['move_request_p50_ms']} ms)"
+        f"push    {clients} clients, {changes} moves at {result['achieved_per_s']}/s: committed -> received"
+        f" p50 {result['commit_to_received_p50_ms']} ms  p99 {result['commit_to_received_p99_ms']} ms;"
+        f" move sent -> received p50 {result['p50_ms']} ms  p99 {result['p99_ms']} ms"
+        f"  (move request p50 {result['move_request_p50_ms']} ms)"
         f"  gaps {result['gaps']}  missing {missing}"
     )
     return result

@@ -2,8 +2,8 @@
 
 To the client (JSON text frames):
 - ``{"type": "hello", "seq": N}`` right after connecting: the last sequence number handed out;
-- ``{"type": "tasks", "seq": N, "html": "<li id=task-.. hx-swap-oob=true>..<span id=count-..>",
-  "removed": [ids]}`` after every committed change (board/live.py).
+- ``{"type": "tasks", "seq": N, "at": <epoch s of the commit>, "html": "<li id=task-.. hx-swap-oob=true>..
+  <span id=count-..>", "removed": [ids]}`` after every committed change (board/live.py).
 A client that sees a number other than last + 1, or reconnects, refetches the board.
 """
 
@@ -32,8 +32,8 @@ def _may_see_board(user) -> bool:
 
 # Not thread-sensitive: a render must not queue behind the HTTP views on the one shared thread,
 # or a hundred boards fall behind a burst of moves and the layer drops their messages.
-def _render_sync(seq: int, task_ids: list[int]) -> str:
-    return json.dumps({"type": "tasks", "seq": seq, **board_cards_render(task_ids=task_ids)})
+def _render_sync(seq: int, task_ids: list[int], at: float | None) -> str:
+    return json.dumps({"type": "tasks", "seq": seq, "at": at, **board_cards_render(task_ids=task_ids)})
 
 
 _render = database_sync_to_async(_render_sync, thread_sensitive=False)
@@ -44,7 +44,7 @@ async def board_message_text(message: dict) -> str:
     cached = _renders.setdefault(asyncio.get_running_loop(), OrderedDict())
     future = cached.get(message["id"])
     if future is None:
-        future = asyncio.ensure_future(_render(message["seq"], message["task_ids"]))
+        future = asyncio.ensure_future(_render(message["seq"], message["task_ids"], message.get("at")))
         cached[message["id"]] = future
         while len(cached) > RENDERS_KEPT:
             cached.popitem(last=False)

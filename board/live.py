@@ -9,11 +9,12 @@ its "hello" number, and sees a number taken meanwhile as a gap. Rendering happen
 consumers (board/consumers.py), once per process and message, from the same partials the page
 uses, so nobody connected costs no rendering at all.
 
-Group message: ``{"type": "board.tasks_changed", "id": <uuid hex>, "seq": <int>, "task_ids": [..]}``.
+Group message: ``{"type": "board.tasks_changed", "id": <uuid hex>, "seq": <int>, "task_ids": [..], "at": <epoch s>}``.
 """
 
 import itertools
 import threading
+import time
 import uuid
 from collections.abc import Iterable
 from functools import cache
@@ -93,7 +94,14 @@ def _send(task_ids: list[int]) -> None:
     seq, joined = _seq_next_and_joined(layer)
     if not joined:
         return
-    message = {"type": "board.tasks_changed", "id": uuid.uuid4().hex, "seq": seq, "task_ids": task_ids}
+    # ``at``: when the change was committed and sent (epoch seconds), for latency figures.
+    message = {
+        "type": "board.tasks_changed",
+        "id": uuid.uuid4().hex,
+        "seq": seq,
+        "task_ids": task_ids,
+        "at": time.time(),
+    }
     async_to_sync(layer.group_send)(BOARD_GROUP, message)
 
 

@@ -103,6 +103,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, Celery, Channels, cache ---------------------------------------------------------
 REDIS_URL = env_redis_url("REDIS_URL")
+# Messages one websocket may have waiting before the layer drops more (Channels' default is 100):
+# a burst of board changes must not cost an open page its messages. A page that still misses one
+# sees the gap in the sequence numbers and refetches.
+CHANNEL_CAPACITY = 1000
 
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
@@ -110,7 +114,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": CHANNEL_CAPACITY},
         }
     }
     CACHES = {
@@ -133,7 +137,9 @@ else:
         "store_processed": False,
     }
     CELERY_RESULT_BACKEND = f"file://{VAR_DIR / 'broker' / 'results'}"
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": CHANNEL_CAPACITY}}
+    }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 CELERY_ACCEPT_CONTENT = ["json"]
