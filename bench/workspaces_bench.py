@@ -216,6 +216,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--upload-mb", type=int, default=100, help="size of the uploaded file, MB")
     parser.add_argument("--repeat", type=int, default=3, help="upload and cp repeats (median reported)")
     parser.add_argument("--workers", type=int, default=2, help="server worker processes")
+    parser.add_argument(
+        "--no-reuse-port",
+        dest="reuse_port",
+        action="store_false",
+        help="as in bench/run.py: gunicorn without --reuse-port (one listening socket shared by the workers)",
+    )
     parser.add_argument("--port", type=int, default=0, help="server port (0: a free one)")
     parser.add_argument(
         "--server",

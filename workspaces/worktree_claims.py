@@ -3,21 +3,26 @@
 A claim is a lease held by one agent. Every write to a worktree's claim state first locks
 its row (``SELECT ... FOR UPDATE``; on SQLite the IMMEDIATE transaction already holds the
 database's write lock), so claims, the FIFO queue and releases happen in one order; the
-claim itself is a conditional UPDATE that only succeeds on a free or expired worktree.
+claim itself is a conditional UPDATE that only succeeds on a free or expired worktree with
+nobody waiting for it.
+
+These are the hottest writes of the API (32 agents over 8 worktrees answer about three
+refusals per grant), so each path makes as few round trips as it can: a refusal is one
+read outside any transaction, a grant or a release one locked read, one UPDATE and the
+event, and the answer is rendered from the row in memory instead of being read again.
 """
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
 from django.utils import timezone
 
 from config.api.errors import DomainError
 from sessions_app.actors import Actor
 from sessions_app.models import Agent
-from workspaces.models import Worktree, WorktreeClaimRequest
+from workspaces.models import Repository, Worktree, WorktreeClaimRequest
 from workspaces.worktrees import check_may_change, event, holder_label, worktree_locked
 
 
@@ -32,72 +37,149 @@ def _lease_end(now: datetime) -> datetime:
     return now + timedelta(seconds=settings.WORKTREE_LEASE_TTL_SECONDS)
 
 
-def worktree_claim(*, actor: Actor, agent: Agent, worktree: Worktree, wait: bool = False) -> ClaimResult:
-    """Claim the worktree for ``agent`` with a lease of WORKTREE_LEASE_TTL_SECONDS.
+def worktree_claim(*, actor: Actor, agent: Agent, worktree: Worktree | int, wait: bool = False) -> ClaimResult:
+    """Claim the worktree (or the worktree with this id) for ``agent`` with a lease of
+    WORKTREE_LEASE_TTL_SECONDS.
 
     The holder claiming again renews its lease. A worktree held by another agent is a 409
     naming the holder, or with ``wait`` a place in its FIFO queue. An expired lease goes to
-    the first agent in the queue before any newcomer.
+    the first agent in the queue before any newcomer. The returned worktree carries its
+    repository and holder, as they are after the claim.
     """
     if actor.agent is None or actor.agent.pk != agent.pk:
         raise DomainError("Only agents claim worktrees, each for itself.", code="forbidden")
     if agent.status == Agent.Status.PAUSED:
         raise DomainError(f"Agent {agent.slug!r} is paused and takes no work.", code="conflict")
+    worktree_id = worktree if isinstance(worktree, int) else worktree.pk
+    if not wait:
+        # Most claims under contention are refused: answer those from one committed read,
+        # without a transaction or the row lock (a refusal changes nothing, and the read is
+        # a moment at which the worktree was held). Anything else is decided under the lock.
+        seen = _claim_row(worktree_id, lock=False)
+        if _held_by_other(seen, agent=agent, now=timezone.now()):
+            raise _refusal(seen, waiting=seen.waiting)
     refusal = None
     with transaction.atomic():
-        row = worktree_locked(worktree.pk)
-        if row.status != Worktree.Status.ACTIVE:
-            raise DomainError(f"Worktree {row.pk} is {row.status}.", code="conflict")
+        row = _claim_row(worktree_id, lock=True)
         now = timezone.now()
         if row.holder_id == agent.pk and row.lease_expires_at >= now:
             Worktree.objects.filter(pk=row.pk).update(lease_expires_at=_lease_end(now), updated_at=now)
+            row.lease_expires_at, row.updated_at = _lease_end(now), now
             result = ClaimResult(worktree=row, outcome="renewed")
-        elif _queue_grant_if_free(actor=actor, worktree=row, now=now) and row.holder_id == agent.pk:
-            result = ClaimResult(worktree=row, outcome="granted")  # it was first in the queue
         elif _take(actor=actor, agent=agent, worktree=row, now=now):
             result = ClaimResult(worktree=row, outcome="granted")
+        elif _queue_grant_if_free(actor=actor, worktree=row, now=now) and row.holder_id == agent.pk:
+            result = ClaimResult(worktree=row, outcome="granted")  # it was first in the queue
         elif wait:
             result = ClaimResult(worktree=row, outcome="queued", position=_enqueue(worktree=row, agent=agent))
         else:
             # Raised after the commit: a queued agent granted an expired lease above keeps it.
-            refusal = DomainError(
-                f"Worktree {row.pk} is held by {holder_label(row)} until {row.lease_expires_at.isoformat()}; "
-                'claim with "wait": true to queue for it.',
-                code="conflict",
-                extra={
-                    "holder": holder_label(row),
-                    "lease_expires_at": row.lease_expires_at.isoformat(),
-                    "waiting": row.queue.filter(status=WorktreeClaimRequest.Status.WAITING).count(),
-                },
-            )
+            refusal = _refusal(row, waiting=_waiting(row).count())
     if refusal is not None:
         raise refusal
-    result.worktree.refresh_from_db()
     return result
 
 
-def _take(*, actor: Actor, agent: Agent, worktree: Worktree, now: datetime) -> bool:
-    """The claim: one conditional UPDATE on a free or expired worktree. Caller holds the row lock."""
-    previous = worktree.holder_id
-    changed = (
-        Worktree.objects.filter(pk=worktree.pk, status=Worktree.Status.ACTIVE)
-        .filter(Q(holder__isnull=True) | Q(lease_expires_at__lt=now))
-        .update(holder=agent, claimed_at=now, lease_expires_at=_lease_end(now), updated_at=now)
+def _claim_row(worktree_id: int, *, lock: bool, active: bool = True) -> Worktree:
+    """The worktree with its repository, holder and ``waiting`` (its queue's length); 404 if missing;
+    with ``active``, 409 unless it is active.
+
+    With ``lock`` the row is locked until the caller's transaction ends. ``waiting`` is then as of
+    the statement's start, which may be before the lock was granted: decide nothing on it.
+    """
+    # Written out once rather than built by the ORM per call: compiling the equivalent
+    # select_related + subquery cost about 1 ms of CPU, ten times its execution.
+    sql = _CLAIM_ROW_SQL
+    if lock and connection.features.has_select_for_update_of:
+        sql += " FOR UPDATE OF w"
+    row = next(iter(Worktree.objects.raw(sql, [worktree_id])), None)
+    if row is None:
+        raise DomainError(f"Worktree {worktree_id} not found.", code="not_found")
+    if active and row.status != Worktree.Status.ACTIVE:
+        raise DomainError(f"Worktree {row.pk} is {row.status}.", code="conflict")
+    # Only the fields the API shows are loaded; any other is read on first use.
+    row.repository = Repository.from_db(row._state.db, ["id", "name"], [row.repository_id, row.repository_name])
+    if row.holder_id is None:
+        row.holder = None
+    elif row.holder_slug is not None:
+        row.holder = Agent.from_db(row._state.db, ["id", "slug"], [row.holder_id, row.holder_slug])
+    # else: the lock was granted after another transaction changed the holder. PostgreSQL then
+    # returns the row as it is now, but joins it to the agent it found at the statement's start:
+    # none. The holder is left to be read when it is needed.
+    return row
+
+
+_CLAIM_ROW_SQL = f"""
+SELECT w.*, r.name AS repository_name, a.slug AS holder_slug,
+       (SELECT COUNT(*) FROM {WorktreeClaimRequest._meta.db_table} q
+         WHERE q.worktree_id = w.id AND q.status = '{WorktreeClaimRequest.Status.WAITING}') AS waiting
+  FROM {Worktree._meta.db_table} w
+  JOIN {Repository._meta.db_table} r ON r.id = w.repository_id
+  LEFT JOIN {Agent._meta.db_table} a ON a.id = w.holder_id
+ WHERE w.id = %s"""
+
+
+def _held_by_other(row: Worktree, *, agent: Agent, now: datetime) -> bool:
+    return row.holder_id is not None and row.holder_id != agent.pk and row.lease_expires_at >= now
+
+
+def _refusal(row: Worktree, *, waiting: int) -> DomainError:
+    holder = holder_label(row)
+    return DomainError(
+        f"Worktree {row.pk} is held by {holder} until {row.lease_expires_at.isoformat()}; "
+        'claim with "wait": true to queue for it.',
+        code="conflict",
+        extra={"holder": holder, "lease_expires_at": row.lease_expires_at.isoformat(), "waiting": waiting},
     )
+
+
+def _waiting(worktree: Worktree):
+    return WorktreeClaimRequest.objects.filter(worktree_id=worktree.pk, status=WorktreeClaimRequest.Status.WAITING)
+
+
+def _take(*, actor: Actor, agent: Agent, worktree: Worktree, now: datetime) -> bool:
+    """The claim: one conditional UPDATE on a free or expired worktree that nobody waits for (the
+    queue goes first). Caller holds the row lock, so the UPDATE's own read of the queue is current."""
+    if worktree.holder_id is not None and worktree.lease_expires_at >= now:
+        return False
+    previous = worktree.holder_id
+    stamp = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE_SQL, [agent.pk, stamp(now), stamp(_lease_end(now)), stamp(now), worktree.pk, stamp(now)])
+        changed = cursor.rowcount
     if changed != 1:
         return False
     if previous is not None:
         event("worktree.released", worktree, actor, holder=previous, reason="lease expired")
-    worktree.holder_id = agent.pk
+    worktree.holder = agent
+    worktree.claimed_at, worktree.lease_expires_at, worktree.updated_at = now, _lease_end(now), now
     event("worktree.claimed", worktree, actor, agent=agent.slug, holder=agent.pk, from_queue=False)
     return True
 
 
+# The ORM's conditional update (with the queue's NOT EXISTS) cost more to compile than to run.
+_TAKE_SQL = f"""
+UPDATE {Worktree._meta.db_table}
+   SET holder_id = %s, claimed_at = %s, lease_expires_at = %s, updated_at = %s
+ WHERE id = %s AND status = '{Worktree.Status.ACTIVE}' AND (holder_id IS NULL OR lease_expires_at < %s)
+   AND NOT EXISTS (SELECT 1 FROM {WorktreeClaimRequest._meta.db_table} q
+                    WHERE q.worktree_id = {Worktree._meta.db_table}.id AND q.status = '{WorktreeClaimRequest.Status.WAITING}')"""
+
+
 def _queue_head(worktree: Worktree) -> WorktreeClaimRequest | None:
     # By id: inserts into one worktree's queue are serialised by the row lock, so ids follow
-    # arrival, and no clock skew between web servers can reorder them.
-    waiting = worktree.queue.filter(status=WorktreeClaimRequest.Status.WAITING)
-    return waiting.select_related("agent").order_by("id").first()
+    # arrival, and no clock skew between web servers can reorder them. Asked on every release.
+    head = next(iter(WorktreeClaimRequest.objects.raw(_QUEUE_HEAD_SQL, [worktree.pk])), None)
+    if head is not None:
+        head.agent = Agent.from_db(head._state.db, ["id", "slug"], [head.agent_id, head.agent_slug])
+    return head
+
+
+_QUEUE_HEAD_SQL = f"""
+SELECT q.*, a.slug AS agent_slug
+  FROM {WorktreeClaimRequest._meta.db_table} q JOIN {Agent._meta.db_table} a ON a.id = q.agent_id
+ WHERE q.worktree_id = %s AND q.status = '{WorktreeClaimRequest.Status.WAITING}'
+ ORDER BY q.id LIMIT 1"""
 
 
 def _queue_grant_if_free(*, actor: Actor, worktree: Worktree, now: datetime) -> bool:
@@ -123,8 +205,8 @@ def _grant(*, actor: Actor, worktree: Worktree, request: WorktreeClaimRequest, n
     WorktreeClaimRequest.objects.filter(pk=request.pk).update(
         status=WorktreeClaimRequest.Status.GRANTED, resolved_at=now
     )
-    worktree.holder_id = request.agent_id
-    worktree.lease_expires_at = _lease_end(now)
+    worktree.holder = request.agent
+    worktree.claimed_at, worktree.lease_expires_at, worktree.updated_at = now, _lease_end(now), now
     event(
         "worktree.claimed",
         worktree,
@@ -138,26 +220,26 @@ def _grant(*, actor: Actor, worktree: Worktree, request: WorktreeClaimRequest, n
 
 def _enqueue(*, worktree: Worktree, agent: Agent) -> int:
     """The agent's place in the queue (1 = next), joining it if it is not waiting yet. Caller holds the row lock."""
-    waiting = worktree.queue.filter(status=WorktreeClaimRequest.Status.WAITING)
+    waiting = _waiting(worktree)
     request = waiting.filter(agent=agent).first() or WorktreeClaimRequest.objects.create(worktree=worktree, agent=agent)
     return waiting.filter(id__lte=request.pk).count()
 
 
-def worktree_release(*, actor: Actor, worktree: Worktree) -> Worktree:
-    """Give the worktree up: to the first agent in its queue if there is one, else free.
+def worktree_release(*, actor: Actor, worktree: Worktree | int) -> Worktree:
+    """Give the worktree (or the worktree with this id) up: to the first agent in its queue if
+    there is one, else free. Returns it with its repository and holder, as they are after.
 
     Only its holder with a lease that has not expired, or staff. A release after the lease
     expired is refused (409): another agent may have the worktree by then.
     """
     with transaction.atomic():
-        row = worktree_locked(worktree.pk)
+        row = _claim_row(worktree if isinstance(worktree, int) else worktree.pk, lock=True, active=False)
         if row.holder_id is None:
             raise DomainError(f"Worktree {row.pk} is not claimed; nothing to release.", code="conflict")
         now = timezone.now()
         check_may_change(actor=actor, worktree=row, now=now, verb="release")
         reason = "released" if actor.agent is not None else f"released by staff ({actor.label})"
         _release_to_queue(actor=actor, worktree=row, now=now, reason=reason)
-    row.refresh_from_db()
     return row
 
 
@@ -168,7 +250,8 @@ def _release_to_queue(*, actor: Actor, worktree: Worktree, now: datetime, reason
         holder=None, lease_expires_at=None, released_at=now, updated_at=now
     )
     event("worktree.released", worktree, actor, holder=previous, reason=reason)
-    worktree.holder_id = None
+    worktree.holder = None
+    worktree.lease_expires_at, worktree.released_at, worktree.updated_at = None, now, now
     head = _queue_head(worktree)
     if head is not None:
         _grant(actor=actor, worktree=worktree, request=head, now=now)

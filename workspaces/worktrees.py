@@ -308,6 +308,10 @@ def event(name: str, worktree: Worktree, actor: Actor, **payload) -> None:
 
 
 def holder_label(worktree: Worktree) -> str:
+    if worktree.holder_id is None:
+        return "nobody"
+    if Worktree.holder.is_cached(worktree):  # loaded with the row: no query
+        return worktree.holder.slug if worktree.holder is not None else "nobody"
     return Agent.objects.filter(pk=worktree.holder_id).values_list("slug", flat=True).first() or "nobody"
 
 

@@ -90,12 +90,12 @@ class WorktreeClaimView(APIView):
         if actor.agent is None:
             raise DomainError("Only agents claim worktrees.", code="forbidden")
         data = validate_input(s.WorktreeClaimInput, request.data)
-        worktree = selectors.worktree_get(worktree_id=worktree_id)
-        result = claims.worktree_claim(actor=actor, agent=actor.agent, worktree=worktree, wait=data["wait"])
+        # The service looks the worktree up (404) and returns it as the claim left it.
+        result = claims.worktree_claim(actor=actor, agent=actor.agent, worktree=worktree_id, wait=data["wait"])
         body = {
             "outcome": result.outcome,
             "position": result.position,
-            "worktree": s.WorktreeOutput(selectors.worktree_get(worktree_id=worktree.pk)).data,
+            "worktree": s.worktree_render(result.worktree),
         }
         return Response(body, status=202 if result.outcome == "queued" else 200)
 
@@ -109,9 +109,8 @@ class WorktreeReleaseView(APIView):
     def post(self, request, worktree_id: int):
         actor = actor_from_request(request)
         validate_input(StrictSerializer, request.data)
-        worktree = selectors.worktree_get(worktree_id=worktree_id)
-        worktree = claims.worktree_release(actor=actor, worktree=worktree)
-        return Response(s.WorktreeOutput(selectors.worktree_get(worktree_id=worktree.pk)).data)
+        worktree = claims.worktree_release(actor=actor, worktree=worktree_id)
+        return Response(s.worktree_render(worktree))
 
 
 class WorktreeConfigSyncView(APIView):
