@@ -89,9 +89,14 @@ class StagedBackup:
 
 
 @contextmanager
-def backup_staged(*, workspace: Workspace, path: str, fd: int) -> Iterator[StagedBackup]:
+def backup_staged(
+    *, workspace: Workspace, path: str, fd: int, expected_sha256: str | None = None
+) -> Iterator[StagedBackup]:
     """Copy the open file ``fd`` (from offset 0) into its backup folder under a temporary name,
     hashing on the way; fsync it and read it back. Removed on exit unless published.
+
+    With ``expected_sha256`` (an upload, hashed as it arrived) the copy is made by the kernel
+    without hashing the source, and the read-back must match that hash instead.
     Raises BackupFailed when the folder cannot be used (a symlink in it, no space, ...)."""
     root = Path(settings.SAVED_REPORTS_ROOT)
     folder, name = _backup_place(workspace, path)
@@ -102,8 +107,13 @@ def backup_staged(*, workspace: Workspace, path: str, fd: int) -> Iterator[Stage
             dir_fd = cleanup.enter_context(parent_descriptor(root, (*folder, name), create=True))
             staged = StagedBackup(size=0, sha256="", _dir_fd=dir_fd, _tmp_name=tmp_name, _folder=folder, _name=name)
             cleanup.callback(_discard, staged)
-            staged.size, staged.sha256 = _copy(fd, tmp_name, dir_fd)
-            verified = _read_back(tmp_name, dir_fd) == staged.sha256
+            if expected_sha256 is None:
+                staged.size, staged.sha256 = _copy(fd, tmp_name, dir_fd)
+                verified = _read_back(tmp_name, dir_fd) == staged.sha256
+            else:
+                staged.size = _copy_unhashed(fd, tmp_name, dir_fd)
+                staged.sha256 = _read_back(tmp_name, dir_fd)
+                verified = staged.sha256 == expected_sha256
         except (OSError, DomainError) as exc:
             raise BackupFailed(f"backup of {path}: {getattr(exc, 'message', exc)}") from exc
         if not verified:
@@ -133,6 +143,29 @@ def _copy(fd: int, tmp_name: str, dir_fd: int) -> tuple[int, str]:
     finally:
         os.close(out)
     return offset, digest.hexdigest()
+
+
+def _copy_unhashed(fd: int, tmp_name: str, dir_fd: int) -> int:
+    """Copy in the kernel (copy_file_range; a plain loop where the filesystems refuse), fsynced."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    out = os.open(tmp_name, flags, 0o644, dir_fd=dir_fd)
+    try:
+        offset = 0
+        try:
+            while copied := os.copy_file_range(fd, out, 64 * CHUNK_BYTES, offset, offset):
+                offset += copied
+        except OSError:
+            os.ftruncate(out, 0)
+            offset = 0
+            while chunk := os.pread(fd, CHUNK_BYTES, offset):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.pwrite(out, view, offset + len(chunk) - len(view)) :]
+                offset += len(chunk)
+        os.fsync(out)
+    finally:
+        os.close(out)
+    return offset
 
 
 def _read_back(name: str, dir_fd: int) -> str:
@@ -198,7 +231,9 @@ def artifact_version_backup(
             logger.info("backup of %s v%d skipped: %s", artifact.path, version.number, exc)
             return None
     try:
-        with backup_staged(workspace=workspace, path=artifact.path, fd=fd) as staged:
+        # An upload's descriptor holds exactly the version's bytes (hashed as they arrived).
+        expected = None if own_fd else version.sha256
+        with backup_staged(workspace=workspace, path=artifact.path, fd=fd, expected_sha256=expected) as staged:
             if (staged.size, staged.sha256) != (version.size, version.sha256):
                 logger.info("backup of %s v%d skipped: the file has changed since", artifact.path, version.number)
                 return None

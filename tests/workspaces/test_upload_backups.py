@@ -89,3 +89,42 @@ def test_the_reconcile_finds_nothing_left_to_back_up(session_ws, file_roots):
     assert (report.recorded, report.backed_up, report.unchanged) == (0, 0, 1)
     assert backups_on_disk(file_roots["SAVED_REPORTS_ROOT"]) == before
     assert Event.objects.filter(name="artifact.backed_up").count() == 2
+
+
+def test_where_the_kernel_copy_is_refused_a_plain_copy_is_made_and_verified(session_ws, file_roots, monkeypatch):
+    import errno
+    import os
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    data = b"x" * (3 * 1024 * 1024 + 17)  # more than one copy chunk
+
+    version = artifact_write(actor=SYSTEM, workspace=session_ws, path="work_products/big.bin", chunks=[data])[1]
+
+    version.refresh_from_db()
+    assert Path(version.backup_location).read_bytes() == data
+
+
+def test_a_copy_that_reads_back_different_bytes_is_not_recorded(session_ws, file_roots, monkeypatch):
+    from workspaces import backups
+
+    def corrupt(fd, tmp_name, dir_fd):
+        size = real(fd, tmp_name, dir_fd)
+        with open(os.open(tmp_name, os.O_WRONLY, dir_fd=dir_fd), "wb") as out:
+            out.write(b"!")
+        return size
+
+    import os
+
+    real = backups._copy_unhashed
+    monkeypatch.setattr(backups, "_copy_unhashed", corrupt)
+
+    version = artifact_write(actor=SYSTEM, workspace=session_ws, path="work_products/r.md", chunks=[b"the report\n"])[1]
+
+    # the upload stands; its version has no backup, and no half copy is left behind
+    version.refresh_from_db()
+    assert version.backup_location == ""
+    assert backups_on_disk(file_roots["SAVED_REPORTS_ROOT"]) == {}
+    assert (Path(session_ws.root_path) / "work_products" / "r.md").read_bytes() == b"the report\n"
