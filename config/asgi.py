@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django, websockets through Channels' router."""
 
+import gc
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -143,3 +144,19 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+
+def _freeze_startup_objects() -> None:
+    """Keep what start-up made (Django, the apps, the URLconf: about 140,000 objects) out of the
+    garbage collector's full collections. A full collection scans every tracked object with the
+    GIL held, about 60 ms here, and stalls every request in flight in this worker: the tail of the
+    latency. Frozen objects are never scanned (or freed), so a full collection only looks at what
+    was made since; Instagram's reason for ``gc.freeze`` in pre-fork servers."""
+    import django.urls
+
+    django.urls.get_resolver().url_patterns  # noqa: B018 - import every view module now, not on the first request
+    gc.collect()
+    gc.freeze()
+
+
+_freeze_startup_objects()
