@@ -61,15 +61,18 @@ def test_a_keyboard_move_shows_up_live_on_another_board(new_page, transactional_
     screenshot(watcher, "board_after_live_move")
 
 
-def test_a_drag_and_a_refused_move_with_its_message(new_page, transactional_db):
+def test_a_drag_seen_on_another_board_within_a_second_and_a_refused_move(new_page, transactional_db):
     cards = _demo_board()
     page = new_page(_po("olivia"))
-    expect(page.locator("#board-live")).to_have_attribute("data-state", "live")
+    watcher = new_page(_po("pat"))
+    for board in (page, watcher):
+        expect(board.locator("#board-live")).to_have_attribute("data-state", "live")
     dragged = cards["Email the beta list"]
 
     page.locator(f"#task-{dragged.pk}").drag_to(page.locator("#cards-review"))
 
     expect(page.locator(f"#cards-review #task-{dragged.pk}")).to_be_visible()
+    expect(watcher.locator(f"#cards-review #task-{dragged.pk}")).to_be_visible(timeout=1000)
     page.wait_for_timeout(300)
     dragged.refresh_from_db()
     assert dragged.status == "review"
