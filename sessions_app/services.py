@@ -4,6 +4,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from django.conf import settings
@@ -347,6 +348,84 @@ def stream_event_append_one(*, actor: Actor, session_id: str, item: IncomingItem
     event._state.adding = False
     session_push(session_id=session_id, seqs=(event.seq, event.seq))  # autocommit: already committed
     return ItemResult(index=item.index, status=201, obj=event)
+
+
+class StoredEvent:
+    """What a new event's answer shows, without a model instance (a batch of 1,000 spent a fifth
+    of its time building them). ``stream_event_render`` reads the same attributes."""
+
+    __slots__ = ("seq", "client_id", "type", "payload", "timestamp", "created_at")
+
+    def __init__(self, *, seq, client_id, type, payload, timestamp, created_at):
+        self.seq, self.client_id, self.type, self.payload = seq, client_id, type, payload
+        self.timestamp, self.created_at = timestamp, created_at
+
+
+def stream_events_append_new(*, actor: Actor, session_id: str, items: list[IncomingItem]) -> list[ItemResult] | None:
+    """Store a batch of new events in one statement, or return None having written nothing.
+
+    On PostgreSQL the session's seq UPDATE feeds an INSERT ... SELECT FROM unnest(...): one round
+    trip for the whole batch, no lookup, no BEGIN/COMMIT, no model instances. Like the single event
+    (stream_event_append_one) the UPDATE only matches an open session of this agent. Items must be
+    valid, and a client id may appear once in ``items``. A client id already stored makes the
+    statement fail the unique constraint and roll back whole (the UPDATE with it); None then sends
+    the caller to the general path, which answers replays (200), conflicts (409) and refusals.
+    """
+    if connection.vendor != "postgresql" or actor.agent is None or not items:
+        return None
+    sessions = connection.ops.quote_name(AgentSession._meta.db_table)
+    events = connection.ops.quote_name(StreamEvent._meta.db_table)
+    terminal = sorted(AgentSession.TERMINAL)
+    now = timezone.now()
+    payloads = [item.data.get("payload") or {} for item in items]
+    timestamps = [item.data.get("timestamp") or now for item in items]
+    sql = (
+        f"WITH s AS (UPDATE {sessions} SET last_event_seq = last_event_seq + %s "
+        f"WHERE id = %s AND agent_id = %s AND status NOT IN ({', '.join(['%s'] * len(terminal))}) "
+        "RETURNING last_event_seq - %s AS base), "
+        f"ins AS (INSERT INTO {events} (session_id, seq, type, payload, timestamp, created_at, client_id, body_sha256) "
+        "SELECT %s, s.base + i.n, i.type, i.payload::jsonb, i.ts, %s, i.cid, i.sha FROM s, "
+        "unnest(%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::text[]) "
+        "WITH ORDINALITY AS i(type, payload, ts, cid, sha, n) RETURNING 1) "
+        "SELECT s.base, (SELECT count(*) FROM ins) FROM s"
+    )
+    params = [len(items), session_id, actor.agent.pk, *terminal, len(items), session_id, now]
+    params += [
+        [item.data["type"] for item in items],
+        [json.dumps(payload, ensure_ascii=False) for payload in payloads],
+        timestamps,
+        [item.client_id for item in items],
+        [item.body_sha256 for item in items],
+    ]
+    # Inside a caller's transaction (tests), a savepoint keeps a unique violation from breaking it.
+    guard = transaction.atomic() if connection.in_atomic_block else nullcontext()
+    try:
+        with guard, connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+    except IntegrityError:
+        return None  # a client id already stored: a replay or a conflict
+    if row is None:
+        return None
+    base, stored = row
+    if stored != len(items):
+        raise AssertionError(f"stored {stored} of {len(items)} events")
+    session_push(session_id=session_id, seqs=(base + 1, base + len(items)))  # on commit when in a transaction
+    return [
+        ItemResult(
+            index=item.index,
+            status=201,
+            obj=StoredEvent(
+                seq=base + n,
+                client_id=item.client_id,
+                type=item.data["type"],
+                payload=payload,
+                timestamp=timestamp,
+                created_at=now,
+            ),
+        )
+        for n, (item, payload, timestamp) in enumerate(zip(items, payloads, timestamps, strict=True), start=1)
+    ]
 
 
 def checkpoint_save(*, session: AgentSession, item: IncomingItem) -> ItemResult:
