@@ -1,28 +1,31 @@
-"""The board's websocket: every open board joins one group and gets changed cards as OOB HTML.
+"""The board's websocket: every open board gets changed cards as OOB HTML.
 
 To the client (JSON text frames):
 - ``{"type": "hello", "seq": N}`` right after connecting: the last sequence number handed out;
 - ``{"type": "tasks", "seq": N, "at": <epoch s of the commit>, "html": "<li id=task-.. hx-swap-oob=true>..
   <span id=count-..>", "removed": [ids]}`` after every committed change (board/live.py).
 A client that sees a number other than last + 1, or reconnects, refetches the board.
+
+One member of the channel layer's board group per process (``BoardHub``), not one per open
+board: a change is received and rendered once per process and written to each of its boards.
+A hundred boards otherwise cost a hundred layer messages, queues and handler dispatches per
+change, which on two cores put pushes seconds behind at 50 changes a second.
 """
 
 import asyncio
 import json
+import logging
 import weakref
-from collections import OrderedDict
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
 
 from board.embedded_bridge import bridge, bridge_needed
 from board.live import BOARD_GROUP, board_cards_render, board_seq_current
 from config.pages import BOARD, user_may
 
-RENDERS_KEPT = 64
-# Per event loop: message id -> the rendering of it. A hundred boards in one process render a
-# change once, not a hundred times; keyed by loop because a future belongs to its loop.
-_renders: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OrderedDict]" = weakref.WeakKeyDictionary()
+logger = logging.getLogger(__name__)
 
 
 @database_sync_to_async
@@ -30,8 +33,7 @@ def _may_see_board(user) -> bool:
     return user is not None and user.is_authenticated and user_may(user, BOARD)
 
 
-# Not thread-sensitive: a render must not queue behind the HTTP views on the one shared thread,
-# or a hundred boards fall behind a burst of moves and the layer drops their messages.
+# Not thread-sensitive: a render must not queue behind the HTTP views on the one shared thread.
 def _render_sync(seq: int, task_ids: list[int], at: float | None) -> str:
     return json.dumps({"type": "tasks", "seq": seq, "at": at, **board_cards_render(task_ids=task_ids)})
 
@@ -39,43 +41,90 @@ def _render_sync(seq: int, task_ids: list[int], at: float | None) -> str:
 _render = database_sync_to_async(_render_sync, thread_sensitive=False)
 
 
-async def board_message_text(message: dict) -> str:
-    """The frame for one group message, rendered once per process (see ``_renders``)."""
-    cached = _renders.setdefault(asyncio.get_running_loop(), OrderedDict())
-    future = cached.get(message["id"])
-    if future is None:
-        future = asyncio.ensure_future(_render(message["seq"], message["task_ids"], message.get("at")))
-        cached[message["id"]] = future
-        while len(cached) > RENDERS_KEPT:
-            cached.popitem(last=False)
-    return await future
+class BoardHub:
+    """This process's member of the board group; it fans each change out to the open boards."""
+
+    def __init__(self) -> None:
+        self.layer = get_channel_layer()
+        self.boards: set[AsyncWebsocketConsumer] = set()
+        self.channel: str | None = None
+        self.listener: asyncio.Task | None = None
+        self.lock = asyncio.Lock()
+        self.bridged = bridge_needed()
+
+    async def join(self, board: AsyncWebsocketConsumer) -> None:
+        async with self.lock:
+            self.boards.add(board)
+            if self.listener is None:
+                # The default prefix: channels_redis reads all of a process's channels through one key per prefix.
+                self.channel = await self.layer.new_channel()
+                await self.layer.group_add(BOARD_GROUP, self.channel)
+                self.listener = asyncio.ensure_future(self._listen(self.channel))
+                if self.bridged:
+                    bridge().board_opened()
+
+    async def leave(self, board: AsyncWebsocketConsumer) -> None:
+        async with self.lock:
+            self.boards.discard(board)
+            if self.boards or self.listener is None:
+                return
+            self.listener.cancel()
+            await self.layer.group_discard(BOARD_GROUP, self.channel)
+            self.listener = self.channel = None
+            if self.bridged:
+                bridge().board_closed()
+
+    async def _listen(self, channel: str) -> None:
+        while True:
+            try:
+                message = await self.layer.receive(channel)
+                if message.get("type") != "board.tasks_changed":
+                    continue
+                if self.bridged:
+                    bridge().pushed(message["task_ids"])
+                text = await _render(message["seq"], message["task_ids"], message.get("at"))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # One bad message or a layer hiccup must not end every board's pushes; the boards
+                # see the gap at the next message and refetch.
+                logger.exception("board hub: a change could not be pushed")
+                await asyncio.sleep(0.1)
+                continue
+            # Concurrently, so one slow connection holds up no other board's copy.
+            await asyncio.gather(*(board.send(text_data=text) for board in list(self.boards)), return_exceptions=True)
+
+
+_hubs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BoardHub]" = weakref.WeakKeyDictionary()
+
+
+def board_hub() -> BoardHub:
+    loop = asyncio.get_running_loop()
+    hub = _hubs.get(loop)
+    if hub is None:
+        hub = _hubs[loop] = BoardHub()
+    return hub
 
 
 class BoardConsumer(AsyncWebsocketConsumer):
-    bridged = False  # watching the task table for other processes' changes (board/embedded_bridge.py)
+    joined = False
 
     async def connect(self):
         # The origin check is config/asgi.py's AllowedHostsOriginValidator; here, who may look.
         if not await _may_see_board(self.scope.get("user")):
             await self.close()  # before accept: the handshake is refused with a 403
             return
-        await self.channel_layer.group_add(BOARD_GROUP, self.channel_name)
         await self.accept()
-        self.bridged = bridge_needed()
-        if self.bridged:
-            bridge().board_opened()
+        # Joined before the hello number is read, so no change falls between the two: one made
+        # meanwhile may arrive just before the hello, and the client checks both against its page.
+        await board_hub().join(self)
+        self.joined = True
         seq = await database_sync_to_async(board_seq_current)()
         await self.send(text_data=json.dumps({"type": "hello", "seq": seq}))
 
     async def disconnect(self, code):
-        if getattr(self, "bridged", False):
-            bridge().board_closed()
-        await self.channel_layer.group_discard(BOARD_GROUP, self.channel_name)
+        if self.joined:
+            await board_hub().leave(self)
 
     async def receive(self, text_data=None, bytes_data=None):
         pass  # the board only listens; moves go through the HTTP view and its service
-
-    async def board_tasks_changed(self, message):
-        if self.bridged:
-            bridge().pushed(message["task_ids"])
-        await self.send(text_data=await board_message_text(message))
