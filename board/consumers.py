@@ -42,57 +42,101 @@ _render = database_sync_to_async(_render_sync, thread_sensitive=False)
 
 
 class BoardHub:
-    """This process's member of the board group; it fans each change out to the open boards."""
+    """This process's member of the board group; it fans each change out to the open boards.
+
+    Changes committed at the same moment by different requests take their numbers in one order
+    and may reach the layer in another. The hub puts them back in order, holding one that came
+    early for at most ``HOLD_SECONDS`` while the numbers before it arrive; if they don't, it sends
+    what it holds and the boards see the gap and refetch.
+    """
+
+    HOLD_SECONDS = 0.05
 
     def __init__(self) -> None:
         self.layer = get_channel_layer()
         self.boards: set[AsyncWebsocketConsumer] = set()
         self.channel: str | None = None
-        self.listener: asyncio.Task | None = None
+        self.tasks: list[asyncio.Task] = []
         self.lock = asyncio.Lock()
         self.bridged = bridge_needed()
 
     async def join(self, board: AsyncWebsocketConsumer) -> None:
         async with self.lock:
             self.boards.add(board)
-            if self.listener is None:
+            if not self.tasks:
                 # The default prefix: channels_redis reads all of a process's channels through one key per prefix.
                 self.channel = await self.layer.new_channel()
                 await self.layer.group_add(BOARD_GROUP, self.channel)
-                self.listener = asyncio.ensure_future(self._listen(self.channel))
+                # Receiving is never cancelled mid-wait (channels_redis would drop a buffered message):
+                # one task only receives, the other orders, renders and sends.
+                arrived: asyncio.Queue = asyncio.Queue()
+                self.tasks = [
+                    asyncio.ensure_future(self._receive(self.channel, arrived)),
+                    asyncio.ensure_future(self._deliver(arrived)),
+                ]
                 if self.bridged:
                     bridge().board_opened()
 
     async def leave(self, board: AsyncWebsocketConsumer) -> None:
         async with self.lock:
             self.boards.discard(board)
-            if self.boards or self.listener is None:
+            if self.boards or not self.tasks:
                 return
-            self.listener.cancel()
+            for task in self.tasks:
+                task.cancel()
             await self.layer.group_discard(BOARD_GROUP, self.channel)
-            self.listener = self.channel = None
+            self.tasks, self.channel = [], None
             if self.bridged:
                 bridge().board_closed()
 
-    async def _listen(self, channel: str) -> None:
+    async def _receive(self, channel: str, arrived: asyncio.Queue) -> None:
         while True:
             try:
                 message = await self.layer.receive(channel)
-                if message.get("type") != "board.tasks_changed":
-                    continue
-                if self.bridged:
-                    bridge().pushed(message["task_ids"])
-                text = await _render(message["seq"], message["task_ids"], message.get("at"))
             except asyncio.CancelledError:
                 raise
             except Exception:
-                # One bad message or a layer hiccup must not end every board's pushes; the boards
-                # see the gap at the next message and refetch.
-                logger.exception("board hub: a change could not be pushed")
-                await asyncio.sleep(0.1)
+                logger.exception("board hub: the channel layer did not answer")
+                await asyncio.sleep(0.5)
                 continue
-            # Concurrently, so one slow connection holds up no other board's copy.
-            await asyncio.gather(*(board.send(text_data=text) for board in list(self.boards)), return_exceptions=True)
+            if message.get("type") == "board.tasks_changed":
+                arrived.put_nowait(message)
+
+    async def _deliver(self, arrived: asyncio.Queue) -> None:
+        expected: int | None = None  # the number that should come next
+        held: dict[int, dict] = {}
+        while True:
+            try:
+                message = await asyncio.wait_for(arrived.get(), self.HOLD_SECONDS if held else None)
+            except TimeoutError:
+                message = None
+            if message is not None:
+                seq = message["seq"]
+                if expected is not None and seq > expected:
+                    held[seq] = message
+                    continue
+                # In order, or a number from before (a restarted Redis counts again): send it now.
+                await self._send(message)
+                expected = seq + 1
+            elif held:
+                # What came before the held ones did not come in time: the boards will see the gap.
+                expected = min(held)
+            while expected in held:
+                await self._send(held.pop(expected))
+                expected += 1
+
+    async def _send(self, message: dict) -> None:
+        try:
+            if self.bridged:
+                bridge().pushed(message["task_ids"])
+            text = await _render(message["seq"], message["task_ids"], message.get("at"))
+        except Exception:
+            # One change that can't be rendered must not end every board's pushes: the boards see
+            # the gap at the next message and refetch.
+            logger.exception("board hub: change %s could not be rendered", message.get("seq"))
+            return
+        # Concurrently, so one slow connection holds up no other board's copy.
+        await asyncio.gather(*(board.send(text_data=text) for board in list(self.boards)), return_exceptions=True)
 
 
 _hubs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BoardHub]" = weakref.WeakKeyDictionary()

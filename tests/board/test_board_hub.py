@@ -1,0 +1,55 @@
+"""The board hub sends changes to its boards in sequence order, whatever order they arrived in."""
+
+import asyncio
+
+import pytest
+
+from board import consumers
+
+
+class Board:
+    def __init__(self) -> None:
+        self.frames: list[str] = []
+
+    async def send(self, text_data: str) -> None:
+        self.frames.append(text_data)
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    async def render(seq, task_ids, at):
+        return str(seq)
+
+    monkeypatch.setattr(consumers, "_render", render)
+    monkeypatch.setattr(consumers, "bridge_needed", lambda: False)
+    return consumers.BoardHub
+
+
+def _deliver(hub_class, seqs: list[int], *, settle: float = 0.2) -> list[str]:
+    async def scenario():
+        hub = hub_class()
+        board = Board()
+        hub.boards.add(board)
+        arrived: asyncio.Queue = asyncio.Queue()
+        deliver = asyncio.ensure_future(hub._deliver(arrived))
+        for seq in seqs:
+            arrived.put_nowait({"seq": seq, "task_ids": [seq]})
+        await asyncio.sleep(settle)
+        deliver.cancel()
+        return board.frames
+
+    return asyncio.run(scenario())
+
+
+def test_changes_that_arrive_out_of_order_are_sent_in_order(hub):
+    assert _deliver(hub, [1, 3, 2, 5, 4]) == ["1", "2", "3", "4", "5"]
+
+
+def test_a_number_that_never_comes_is_given_up_after_the_hold(hub):
+    # 3 never arrives: 4 and 5 go out after the hold, and the boards see the gap themselves.
+    assert _deliver(hub, [1, 2, 4, 5], settle=consumers.BoardHub.HOLD_SECONDS * 4) == ["1", "2", "4", "5"]
+
+
+def test_a_number_from_before_is_sent_at_once(hub):
+    # A restarted Redis counts from 1 again: no holding back behind numbers that will never come.
+    assert _deliver(hub, [7, 8, 1, 2]) == ["7", "8", "1", "2"]
