@@ -41,11 +41,11 @@ class RedisCache(django_redis.RedisCache):
         super().__init__(server, params)
         self._class = RedisCacheClient
 
-    def incr_or_start(self, key, timeout: int, version=None) -> int:
-        """Add 1 to the counter at ``key`` and return it; a missing counter starts at 1 and
-        expires ``timeout`` seconds later. One round trip (SET NX EX, then INCR, pipelined)."""
+    def incr_or_start(self, key, timeout: int, version=None, amount: int = 1) -> int:
+        """Add ``amount`` to the counter at ``key`` and return it; a missing counter starts at 0
+        and expires ``timeout`` seconds later. One round trip (SET NX EX, then INCRBY, pipelined)."""
         key = self.make_and_validate_key(key, version=version)
         pipe = self._cache.get_client(key, write=True).pipeline(transaction=False)
         pipe.set(key, 0, ex=timeout, nx=True)
-        pipe.incr(key)
+        pipe.incr(key, amount)
         return pipe.execute()[1]

@@ -49,3 +49,7 @@ def test_the_django_cache_api_still_works(store):
     assert store.incr("n") == 2
     store.delete("k")
     assert store.get("k") is None
+
+
+def test_incr_or_start_adds_a_settled_batch_in_one_call(store):
+    assert [store.incr_or_start("window", 5, amount=16), store.incr_or_start("window", 5)] == [16, 17]
