@@ -103,22 +103,30 @@ class BoardHub:
                 arrived.put_nowait(message)
 
     async def _deliver(self, arrived: asyncio.Queue) -> None:
+        loop = asyncio.get_running_loop()
         expected: int | None = None  # the number that should come next
         held: dict[int, dict] = {}
+        give_up_at = 0.0  # when the oldest held message goes out whatever is missing
         while True:
             try:
-                message = await asyncio.wait_for(arrived.get(), self.HOLD_SECONDS if held else None)
+                wait = max(0.0, give_up_at - loop.time()) if held else None
+                message = await asyncio.wait_for(arrived.get(), wait)
             except TimeoutError:
                 message = None
             if message is not None:
                 seq = message["seq"]
                 if expected is not None and seq > expected:
+                    if not held:
+                        give_up_at = loop.time() + self.HOLD_SECONDS
                     held[seq] = message
-                    continue
-                # In order, or a number from before (a restarted Redis counts again): send it now.
-                await self._send(message)
-                expected = seq + 1
-            elif held:
+                    if loop.time() < give_up_at:
+                        continue
+                    message = None  # held long enough, while others kept arriving
+                else:
+                    # In order, or a number from before (a restarted Redis counts again): send it now.
+                    await self._send(message)
+                    expected = seq + 1
+            if message is None and held:
                 # What came before the held ones did not come in time: the boards will see the gap.
                 expected = min(held)
             while expected in held:
@@ -127,8 +135,6 @@ class BoardHub:
 
     async def _send(self, message: dict) -> None:
         try:
-            if self.bridged:
-                bridge().pushed(message["task_ids"])
             text = await _render(message["seq"], message["task_ids"], message.get("at"))
         except Exception:
             # One change that can't be rendered must not end every board's pushes: the boards see

@@ -5,8 +5,8 @@ With Redis, every process shares the channel layer, so a task changed by the Cel
 embedded default's in-memory layer lives inside one process: changes made elsewhere would never
 be pushed. There, the web process watches the task table instead: while at least one board is
 open, it looks every ``POLL_SECONDS`` for rows whose ``updated_at`` moved and pushes them like
-any other change. Changes this process pushed itself are skipped: every push passes through
-this process's boards, which note when each task was last sent.
+any other change. Changes this process pushes itself are skipped: ``board_push_tasks`` notes
+each row it is asked to push, after the row was stamped and before it commits.
 """
 
 import asyncio
@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.utils import timezone
 
-from board.live import board_push_tasks
+from board.live import board_push_tasks, local_pushes
 from board.models import Task
 
 POLL_SECONDS = 0.5
@@ -31,18 +31,18 @@ def bridge_needed() -> bool:
 class TaskTableWatch:
     """What has been seen: ``(task id, updated_at)`` pairs within the look-back window."""
 
-    def __init__(self, pushed_at: dict) -> None:
+    def __init__(self) -> None:
         self.since = timezone.now()
         self.seen: dict[int, object] = {}
-        self.pushed_at = pushed_at  # task id -> when a push of it last went out from this process
 
     def changed_ids(self) -> list[int]:
         rows = Task.objects.filter(updated_at__gt=self.since - OVERLAP).values_list("id", "updated_at")
-        # A row stamped before this process last pushed it was pushed already (stamp, commit, push).
+        # A row stamped before this process noted it for a push is pushed by this process
+        # (stamp, note, commit, push): only later stamps are someone else's.
         fresh = [
             task_id
             for task_id, stamp in rows
-            if self.seen.get(task_id) != stamp and self.pushed_at.get(task_id, stamp) <= stamp
+            if self.seen.get(task_id) != stamp and local_pushes.get(task_id, stamp) <= stamp
         ]
         self.seen = dict(rows)
         if rows:
@@ -65,13 +65,6 @@ class Bridge:
     def __init__(self) -> None:
         self.boards = 0
         self.task: asyncio.Task | None = None
-        self.pushed_at: dict[int, object] = {}
-
-    def pushed(self, task_ids: list[int]) -> None:
-        """A push of these tasks reached a board of this process."""
-        now = timezone.now()
-        for task_id in task_ids:
-            self.pushed_at[task_id] = now
 
     def board_opened(self) -> None:
         self.boards += 1
@@ -83,10 +76,9 @@ class Bridge:
         if self.boards == 0 and self.task is not None:
             self.task.cancel()
             self.task = None
-            self.pushed_at.clear()
 
     async def _run(self) -> None:
-        watch = TaskTableWatch(self.pushed_at)
+        watch = TaskTableWatch()
         while True:
             await asyncio.sleep(POLL_SECONDS)
             await _poll(watch)

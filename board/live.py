@@ -23,11 +23,15 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from config.side_effects import after_commit, group_members_key, redis_client
 
 BOARD_GROUP = "board"
 SEQ_KEY = "switchyard:board:seq"
+
+# Embedded default only: task id -> when this process last asked to push it (see board_push_tasks).
+local_pushes: dict = {}
 
 _local_seq = itertools.count(1)
 _local_seq_lock = threading.Lock()
@@ -115,6 +119,12 @@ def board_push_tasks(*, task_ids: Iterable[int]) -> None:
     ids = {int(task_id) for task_id in task_ids if task_id is not None}
     if not ids:
         return
+    if not settings.REDIS_URL:
+        # Embedded default: tell the task-table watch (board/embedded_bridge.py) that this process
+        # pushes these rows itself. Noted now, after the row was stamped and before it commits.
+        noted = timezone.now()
+        for task_id in ids:
+            local_pushes[task_id] = noted
     connection = transaction.get_connection()
     if not connection.in_atomic_block:
         _send(sorted(ids))  # autocommit: the change is already committed

@@ -53,3 +53,27 @@ def test_a_number_that_never_comes_is_given_up_after_the_hold(hub):
 def test_a_number_from_before_is_sent_at_once(hub):
     # A restarted Redis counts from 1 again: no holding back behind numbers that will never come.
     assert _deliver(hub, [7, 8, 1, 2]) == ["7", "8", "1", "2"]
+
+
+def test_changes_that_keep_arriving_do_not_extend_the_hold(hub):
+    async def scenario():
+        board = Board()
+        live = hub()
+        live.boards.add(board)
+        arrived: asyncio.Queue = asyncio.Queue()
+        deliver = asyncio.ensure_future(live._deliver(arrived))
+        arrived.put_nowait({"seq": 1, "task_ids": [1]})
+        # 2 never comes; 3, 4, ... keep arriving faster than the hold
+        sent_by_then = None
+        for seq in range(3, 20):
+            arrived.put_nowait({"seq": seq, "task_ids": [seq]})
+            await asyncio.sleep(consumers.BoardHub.HOLD_SECONDS / 4)
+            if seq == 15:
+                sent_by_then = list(board.frames)
+        await asyncio.sleep(consumers.BoardHub.HOLD_SECONDS * 2)
+        deliver.cancel()
+        return sent_by_then, board.frames
+
+    sent_by_then, frames = asyncio.run(scenario())
+    assert "3" in sent_by_then  # let go after one hold, not after the stream stopped
+    assert frames == [str(seq) for seq in [1, *range(3, 20)]]
