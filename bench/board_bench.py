@@ -4,16 +4,17 @@
 (a) render  the board page through Django's test client on a real database with 200, 2,000 and
             10,000 tasks (agents, campaigns, labels, sessions on half of them); p50 / p95 of 20
             renders each, after two warm-ups.
-(b) push    uvicorn serving config.asgi; 100 websocket clients on /ws/board/; 1,000 card moves
-            at 50/s through POST /tasks/<id>/move/ (one transaction and one push each); latency
-            from sending the move to each client receiving its message (an upper bound of
-            "committed change to message received": it includes the move request itself),
-            p50 / p99, and gaps in the sequence numbers seen by any client (must be 0).
+(b) push    uvicorn serving config.asgi; 100 websocket clients on /ws/board/; 150 warm-up moves,
+            then 1,000 card moves at 50/s through POST /tasks/<id>/move/ (one transaction and one
+            push each) from 3 movers; latency from the server's after-commit send (the frame's
+            "at") to each client receiving it, p50 / p99, beside the same from sending the move;
+            gaps in the sequence numbers seen by any client (must be 0) and changes never received.
 
 Run:  .venv/bin/python bench/board_bench.py                      # embedded: SQLite, in-memory layer
       DATABASE_URL=postgres://postgres@127.0.0.1:5432/switchyard_board_bench \\
       REDIS_URL=redis://127.0.0.1:6379/12 .venv/bin/python bench/board_bench.py
       options: --parts render,push  --sizes 200,2000,10000  --clients 100 --changes 1000 --rate 50
+               --lanes 3 --warmup 150
 The database named by DATABASE_URL (or var/board_bench.sqlite3) is dropped and recreated.
 """
 
