@@ -198,6 +198,21 @@ def test_the_command_previews_and_applies(reports, capsys):
     assert Task.objects.count() == 4
 
 
+def test_the_command_lists_the_files_and_asks_for_one(reports, capsys, file_roots):
+    from django.core.management.base import CommandError
+
+    call_command("import_priorities", "--list")
+    assert capsys.readouterr().out == "No .md files in REPORTS_DIR yet.\n"
+    name = reports(FILE)
+    size = (file_roots["REPORTS_DIR"] / name).stat().st_size
+
+    call_command("import_priorities", "--list")
+    assert capsys.readouterr().out == f"{name}  ({size} bytes)\n"
+    with pytest.raises(CommandError, match="Give the name of a file to import"):
+        call_command("import_priorities")
+    assert Task.objects.count() == 0
+
+
 def test_the_command_refuses_a_traversal_name_and_writes_nothing(reports):
     from django.core.management.base import CommandError
 

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from board.imports.campaigns import campaign_files, campaign_import
+from board.management.commands._listing import input_files_listed
 from config.api.errors import DomainError
 from sessions_app.actors import SYSTEM
 
@@ -19,14 +20,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file_name, list_only, **options):
-        if list_only or not file_name:
-            files = campaign_files()
-            if not files:
-                self.stdout.write("No .json files in TASK_DEFS_DIR yet.")
-            for info in files:
-                self.stdout.write(f"{info.name}  ({info.size} bytes)")
-            if not file_name and not list_only:
-                raise CommandError("Give the name of a file to import (see the list above).")
+        listing = list_only or not file_name
+        files = campaign_files() if listing else []
+        if input_files_listed(
+            self, files=files, folder="TASK_DEFS_DIR", suffix=".json", file_name=file_name, list_only=list_only
+        ):
             return
         try:
             result = campaign_import(actor=SYSTEM, file_name=file_name)

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from board.imports.priorities import priorities_apply, priorities_files, priorities_preview
+from board.management.commands._listing import input_files_listed
 from config.api.errors import DomainError
 from sessions_app.actors import SYSTEM
 
@@ -18,14 +19,11 @@ class Command(BaseCommand):
         parser.add_argument("--list", dest="list_only", action="store_true", help="List the priority files and exit.")
 
     def handle(self, *args, file_name, dry_run, list_only, **options):
-        if list_only or not file_name:
-            files = priorities_files()
-            if not files:
-                self.stdout.write("No .md files in REPORTS_DIR yet.")
-            for info in files:
-                self.stdout.write(f"{info.name}  ({info.size} bytes)")
-            if not file_name and not list_only:
-                raise CommandError("Give the name of a file to import (see the list above).")
+        listing = list_only or not file_name
+        files = priorities_files() if listing else []
+        if input_files_listed(
+            self, files=files, folder="REPORTS_DIR", suffix=".md", file_name=file_name, list_only=list_only
+        ):
             return
         try:
             preview = priorities_preview(file_name=file_name)
