@@ -198,6 +198,9 @@ def hook_payloads(sid: str, calls: int) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     own = {"--hook-calls": "200", "--client-parts": "hook,client"}
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        print("Its own options: --hook-calls N (default 200), --client-parts hook,client; all others are run.py's:\n")
     rest = []
     i = 0
     while i < len(argv):
