@@ -21,7 +21,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 
-from board.embedded_bridge import bridge, bridge_needed
+from board.embedded_bridge import bridge_needed, task_table_watch
 from board.live import BOARD_GROUP, board_cards_render, board_seq_current
 from config.pages import BOARD, user_may
 
@@ -75,7 +75,7 @@ class BoardHub:
                     asyncio.ensure_future(self._deliver(arrived)),
                 ]
                 if self.bridged:
-                    bridge().board_opened()
+                    self.tasks.append(asyncio.ensure_future(task_table_watch()))
 
     async def leave(self, board: AsyncWebsocketConsumer) -> None:
         async with self.lock:
@@ -86,8 +86,6 @@ class BoardHub:
                 task.cancel()
             await self.layer.group_discard(BOARD_GROUP, self.channel)
             self.tasks, self.channel = [], None
-            if self.bridged:
-                bridge().board_closed()
 
     async def _receive(self, channel: str, arrived: asyncio.Queue) -> None:
         while True:

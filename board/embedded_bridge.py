@@ -5,7 +5,8 @@ With Redis, every process shares the channel layer, so a task changed by the Cel
 embedded default's in-memory layer lives inside one process: changes made elsewhere would never
 be pushed. There, the web process watches the task table instead: while at least one board is
 open, it looks every ``POLL_SECONDS`` for rows whose ``updated_at`` moved and pushes them like
-any other change. Changes this process pushes itself are skipped: ``board_push_tasks`` notes
+any other change (``task_table_watch``, run by the board hub in board/consumers.py). Changes
+this process pushes itself are skipped: ``board_push_tasks`` notes
 each row it is asked to push, after the row was stamped and before it commits.
 """
 
@@ -59,34 +60,9 @@ def _poll_once(watch: TaskTableWatch) -> None:
 _poll = database_sync_to_async(_poll_once)
 
 
-class Bridge:
-    """One per event loop (one per web process): runs while boards are open."""
-
-    def __init__(self) -> None:
-        self.boards = 0
-        self.task: asyncio.Task | None = None
-
-    def board_opened(self) -> None:
-        self.boards += 1
-        if self.task is None or self.task.done():
-            self.task = asyncio.ensure_future(self._run())
-
-    def board_closed(self) -> None:
-        self.boards = max(0, self.boards - 1)
-        if self.boards == 0 and self.task is not None:
-            self.task.cancel()
-            self.task = None
-
-    async def _run(self) -> None:
-        watch = TaskTableWatch()
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
-            await _poll(watch)
-
-
-_bridges: dict[asyncio.AbstractEventLoop, Bridge] = {}
-
-
-def bridge() -> Bridge:
-    loop = asyncio.get_running_loop()
-    return _bridges.setdefault(loop, Bridge())
+async def task_table_watch() -> None:
+    """Push what other processes change, until cancelled (the board hub runs it while boards are open)."""
+    watch = TaskTableWatch()
+    while True:
+        await asyncio.sleep(POLL_SECONDS)
+        await _poll(watch)

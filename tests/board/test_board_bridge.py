@@ -4,12 +4,14 @@ With Redis the channel layer is shared and there is nothing to bridge; these tes
 in-memory layer, so they run where it is the one in use.
 """
 
+import asyncio
+
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from board import embedded_bridge, services
+from board import consumers, embedded_bridge, services
 from board.models import Task
 from tests.board.board_helpers import product_owner
 from tests.board.test_board_live import STAFF, _connected, _next_push
@@ -68,9 +70,11 @@ def test_the_watch_stops_with_the_last_board():
 
     async def scenario():
         board = await _connected(person)
-        watching = embedded_bridge.bridge()
-        assert watching.boards == 1 and watching.task is not None
+        hub = consumers.board_hub()
+        watches = [task for task in hub.tasks if task.get_coro().__name__ == "task_table_watch"]
+        assert len(watches) == 1 and not watches[0].done()
         await board.disconnect()
-        assert watching.boards == 0 and watching.task is None
+        await asyncio.sleep(0)  # let the cancellation land
+        assert hub.tasks == [] and watches[0].cancelled()
 
     async_to_sync(scenario)()
