@@ -1,6 +1,5 @@
 """The board in a real browser: moves by keyboard, buttons and drag, seen live on another screen."""
 
-from django.contrib.auth.models import Group
 from playwright.sync_api import expect
 
 from board.models import Task
@@ -11,8 +10,6 @@ from tests.factories import AgentFactory, CampaignFactory, SessionFactory, TaskF
 
 
 def _po(username: str):
-    # Transactional tests flush the group the migration made; bring it back before joining it.
-    Group.objects.get_or_create(name=PRODUCT_OWNERS)
     return person(PRODUCT_OWNERS, username=username)
 
 
