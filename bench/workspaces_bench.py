@@ -54,64 +54,17 @@ PARTS = ("worktrees", "claims", "upload")
 TARGETS = {"worktree_ms": 300, "claim_ops_per_s": 500, "claim_p99_ms": 20, "upload_ratio": 0.5}
 _T0 = time.monotonic()
 
+sys.path.insert(0, str(BENCH_DIR))
+from paced import http_call, pct, post_request  # noqa: E402 - a helper beside this script
+
 
 def say(message: str) -> None:
     print(f"[{time.monotonic() - _T0:6.1f}s] {message}", flush=True)
 
 
-def pct(values: list[float], p: float) -> float | None:
-    """Nearest-rank percentile of ``values`` (any order)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, int(round(p / 100 * len(ordered) + 0.5)) - 1))
-    return ordered[index]
-
-
 # --- the claim/release load generator (runs in a child process) ---------------------------------
-# A minimal HTTP/1.1 keep-alive client on asyncio streams: httpx costs several times more CPU per
+# bench/paced.py's minimal HTTP/1.1 keep-alive client: httpx costs several times more CPU per
 # request, and the load generator shares the 2 cores with the server and PostgreSQL.
-
-
-async def _http(reader, writer, raw: bytes) -> int:
-    writer.write(raw)
-    await writer.drain()
-    line = await reader.readline()
-    if not line:
-        raise ConnectionError("server closed the connection")
-    status = int(line.split(None, 2)[1])
-    length, chunked, close = None, False, False
-    while True:
-        header = await reader.readline()
-        if header in (b"\r\n", b"\n", b""):
-            break
-        name, _, value = header.partition(b":")
-        name = name.strip().lower()
-        if name == b"content-length":
-            length = int(value.strip())
-        elif name == b"transfer-encoding" and b"chunked" in value.lower():
-            chunked = True
-        elif name == b"connection" and b"close" in value.lower():
-            close = True
-    if chunked:
-        while True:
-            size = int((await reader.readline()).split(b";")[0].strip(), 16)
-            await reader.readexactly(size + 2)
-            if size == 0:
-                break
-    elif length:
-        await reader.readexactly(length)
-    if close:
-        raise ConnectionResetError("server asked to close")  # reconnect before the next request
-    return status
-
-
-def _request(host: str, port: int, path: str, key: str, body: bytes) -> bytes:
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {key}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
 
 
 async def _agent(cfg: dict, index: int, key: str, window: tuple[float, float], out: dict) -> None:
@@ -119,8 +72,8 @@ async def _agent(cfg: dict, index: int, key: str, window: tuple[float, float], o
     worktrees = cfg["worktrees"]
     rng = random.Random(cfg["seed"] * 1000 + index)
     claim_body = b'{"wait": false}'
-    claims = {w: _request(host, port, f"/api/v1/worktrees/{w}/claim/", key, claim_body) for w in worktrees}
-    releases = {w: _request(host, port, f"/api/v1/worktrees/{w}/release/", key, b"{}") for w in worktrees}
+    claims = {w: post_request(host, port, f"/api/v1/worktrees/{w}/claim/", key, claim_body) for w in worktrees}
+    releases = {w: post_request(host, port, f"/api/v1/worktrees/{w}/release/", key, b"{}") for w in worktrees}
     start, end = window
     reader = writer = None
     holding = None
@@ -131,7 +84,7 @@ async def _agent(cfg: dict, index: int, key: str, window: tuple[float, float], o
         try:
             if writer is None:
                 reader, writer = await asyncio.open_connection(host, port)
-            status = await asyncio.wait_for(_http(reader, writer, raw), cfg["timeout"])
+            status = await asyncio.wait_for(http_call(reader, writer, raw), cfg["timeout"])
         except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError, ValueError, IndexError):
             if writer is not None:
                 writer.close()
@@ -140,16 +93,25 @@ async def _agent(cfg: dict, index: int, key: str, window: tuple[float, float], o
         return status, t0, time.perf_counter()
 
     def record(kind: str, status: int | None, t0: float, t1: float) -> None:
-        if t0 < start or t1 > end:
-            return  # warm-up, or still in flight when the window closed
+        if t0 < start or (t1 > end and not interval):
+            return  # warm-up, or (closed loop) still in flight when the window closed
         bucket = out[kind]
         key_ = str(status) if status is not None else "error"
         bucket["statuses"][key_] = bucket["statuses"].get(key_, 0) + 1
         bucket["latencies"].append(t1 - t0)
+        out["last"] = max(out.get("last", 0.0), t1)
 
-    while time.perf_counter() < end:
+    # Paced (cfg["rate"]: claim attempts per second, all agents together): each agent tries on a
+    # fixed schedule and a claim is timed from when it was due (bench/paced.py says why).
+    interval = len(cfg["keys"]) / cfg["rate"] if cfg.get("rate") else None
+    due = start - cfg["warmup"] + index * interval / len(cfg["keys"]) if interval else None
+    while (due < end) if interval else (time.perf_counter() < end):
+        if interval:
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
         worktree = rng.choice(worktrees)
         status, t0, t1 = await call(claims[worktree])
+        if interval:
+            t0, due = due, due + interval
         record("claim", status, t0, t1)
         if status == 200:
             holding = worktree
@@ -171,7 +133,11 @@ async def _loader_main(cfg: dict) -> dict:
     now = time.perf_counter()
     window = (now + cfg["warmup"], now + cfg["warmup"] + cfg["duration"])
     await asyncio.gather(*(_agent(cfg, i, key, window, out) for i, key in enumerate(cfg["keys"])))
-    result = {"seconds": cfg["duration"], "warmup": cfg["warmup"]}
+    last = out.pop("last", window[1])
+    # Paced: calls due in the window over the time until the last was answered (a server that
+    # falls behind takes longer than the window, and its rate falls).
+    seconds = max(cfg["duration"], last - window[0]) if cfg.get("rate") else cfg["duration"]
+    result = {"seconds": seconds, "warmup": cfg["warmup"], "offered_attempts_per_s": cfg.get("rate")}
     for kind, data in out.items():
         lat = data["latencies"]
         result[kind] = {
@@ -241,6 +207,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--quiet-pct", type=float, default=25.0, help="machine busy percent that counts as idle")
     parser.add_argument("--no-raw", action="store_true", help="skip the raw baselines")
+    parser.add_argument(
+        "--no-paced", action="store_true", help="skip the paced claim run (a fixed rate of attempts, bench/paced.py)"
+    )
+    parser.add_argument(
+        "--paced-rate",
+        type=float,
+        default=300.0,
+        help="claim attempts/s offered in the paced run (each grant adds a release: about 500 grants+releases/s)",
+    )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the database at the end")
     parser.add_argument("--seed", type=int, default=1, help="seed for the agents' choice of worktree")
     parser.add_argument("--loader-child", help=argparse.SUPPRESS)
@@ -516,10 +491,74 @@ class WorkspacesBench:
             "timeout": 10,
             "seed": self.args.seed,
         }
-        cfg_path = self.workdir / "claims.json"
-        cfg_path.write_text(json.dumps(cfg))
         events_before = self.pg.scalar("SELECT coalesce(max(id), 0) FROM ledger_event")
         say(f"  claims: warm-up {self.args.warmup:g} s, then measuring {self.args.duration:g} s")
+        result = self._claim_load(cfg, "claims")
+        result["machine_busy_pct_before"] = idle
+        claim, release = result["claim"], result["release"]
+        grants, refused, released, other, seconds, ops = (
+            result[name] for name in ("grants", "refused_409", "releases", "unexpected", "seconds", "ops_per_s")
+        )
+        paced = None
+        if not self.args.no_paced:
+            self.wait_for_quiet("claims paced")
+            say(
+                f"  claims paced: {self.args.paced_rate:g} claim attempts/s offered by the {n_agents} agents "
+                f"together, each on a fixed schedule; a claim is timed from when it was due"
+            )
+            paced = self._claim_load(cfg | {"rate": self.args.paced_rate}, "claims paced")
+        integrity = self.check_alternation(worktrees, events_before)
+        result["integrity"] = integrity
+        raw = None
+        if not self.args.no_raw:
+            raw = self.raw_claims(worktrees)
+        self.details["claims"] = {"api": result, "paced": paced, "raw": raw}
+        p99 = max(claim["p99_ms"], release["p99_ms"])
+        self.add(
+            name=f"claim+release, {n_agents} agents / {k} worktrees, ops/s",
+            ours=ops,
+            ours_extra=f"claim p50 {claim['p50_ms']:.1f} p99 {claim['p99_ms']:.1f}; "
+            f"release p50 {release['p50_ms']:.1f} p99 {release['p99_ms']:.1f} ms; {refused / seconds:.0f} 409/s",
+            raw=raw["ops_per_s"] if raw else None,
+            raw_extra=f"p99 {raw['claim_p99_ms']:.1f}/{raw['release_p99_ms']:.1f} ms" if raw else "",
+            ratio=(ops / raw["ops_per_s"]) if raw else None,
+            ratio_note="throughput ours/raw, higher is better",
+            target=f">= {TARGETS['claim_ops_per_s']}/s, p99 < {TARGETS['claim_p99_ms']} ms",
+            passed=ops >= TARGETS["claim_ops_per_s"] and p99 < TARGETS["claim_p99_ms"] and not other,
+        )
+        if paced:
+            p_claim, p_release = paced["claim"], paced["release"]
+            self.add(
+                name=f"  the same paced: {self.args.paced_rate:g} claim attempts/s offered, ops/s",
+                ours=paced["ops_per_s"],
+                ours_extra=f"claim (from due) p50 {p_claim['p50_ms']:.1f} p99 {p_claim['p99_ms']:.1f}; "
+                f"release p50 {p_release['p50_ms']:.1f} p99 {p_release['p99_ms']:.1f} ms; "
+                f"{paced['refused_409'] / paced['seconds']:.0f} 409/s",
+                raw=None,
+                raw_extra="",
+                ratio=None,
+                ratio_note="",
+                target=f">= {TARGETS['claim_ops_per_s']}/s, p99 < {TARGETS['claim_p99_ms']} ms",
+                passed=paced["ops_per_s"] >= TARGETS["claim_ops_per_s"]
+                and max(p_claim["p99_ms"], p_release["p99_ms"]) < TARGETS["claim_p99_ms"]
+                and not paced["unexpected"],
+            )
+        self.add(
+            name="double grants (ledger: claimed/released alternate per worktree)",
+            ours=integrity["double_grants"],
+            ours_extra=f"{integrity['claimed_events']} claimed / {integrity['released_events']} released events",
+            raw=None,
+            raw_extra="",
+            ratio=None,
+            ratio_note="",
+            target="0",
+            passed=integrity["ok"],
+        )
+
+    def _claim_load(self, cfg: dict, label: str) -> dict:
+        """Run the claim/release loader in a child process and summarise what it saw."""
+        cfg_path = self.workdir / f"{label.replace(' ', '-')}.json"
+        cfg_path.write_text(json.dumps(cfg))
         with self.ab.CpuMeter(self.server.worker_pids()) as cpu:
             done = subprocess.run(
                 [sys.executable, str(Path(__file__).resolve()), "--loader-child", str(cfg_path)],
@@ -534,7 +573,6 @@ class WorkspacesBench:
         if result is None:
             raise self.ab.BenchError(f"claim loader gave no result (exit {done.returncode}):\n{done.stderr[-2000:]}")
         result["cpu_including_warmup"] = cpu.result
-        result["machine_busy_pct_before"] = idle
         claim, release = result["claim"], result["release"]
         grants = claim["statuses"].get("200", 0)
         refused = claim["statuses"].get("409", 0)
@@ -547,43 +585,14 @@ class WorkspacesBench:
         ops = (grants + released) / seconds
         result.update(grants=grants, refused_409=refused, releases=released, unexpected=other, ops_per_s=ops)
         say(
-            f"  claims: {grants / seconds:.0f} grants/s + {released / seconds:.0f} releases/s = {ops:.0f}/s; "
+            f"  {label}: {grants / seconds:.0f} grants/s + {released / seconds:.0f} releases/s = {ops:.0f}/s; "
             f"{refused / seconds:.0f} 409s/s; claim p50 {claim['p50_ms']:.1f} p99 {claim['p99_ms']:.1f} ms; "
             f"release p50 {release['p50_ms']:.1f} p99 {release['p99_ms']:.1f} ms; unexpected {other or 'none'}; "
             f"CPU of {os.cpu_count()} cores: {cpu.result['machine_busy_pct']}% busy = server "
             f"{cpu.result.get('server_pct', 0)}% + postgres {cpu.result.get('postgres_pct', 0)}% + loader "
             f"{cpu.result.get('loader_pct', 0)}% + others {cpu.result.get('other_processes_pct', 0)}%"
         )
-        integrity = self.check_alternation(worktrees, events_before)
-        result["integrity"] = integrity
-        raw = None
-        if not self.args.no_raw:
-            raw = self.raw_claims(worktrees)
-        self.details["claims"] = {"api": result, "raw": raw}
-        p99 = max(claim["p99_ms"], release["p99_ms"])
-        self.add(
-            name=f"claim+release, {n_agents} agents / {k} worktrees, ops/s",
-            ours=ops,
-            ours_extra=f"claim p50 {claim['p50_ms']:.1f} p99 {claim['p99_ms']:.1f}; "
-            f"release p50 {release['p50_ms']:.1f} p99 {release['p99_ms']:.1f} ms; {refused / seconds:.0f} 409/s",
-            raw=raw["ops_per_s"] if raw else None,
-            raw_extra=f"p99 {raw['claim_p99_ms']:.1f}/{raw['release_p99_ms']:.1f} ms" if raw else "",
-            ratio=(ops / raw["ops_per_s"]) if raw else None,
-            ratio_note="throughput ours/raw, higher is better",
-            target=f">= {TARGETS['claim_ops_per_s']}/s, p99 < {TARGETS['claim_p99_ms']} ms",
-            passed=ops >= TARGETS["claim_ops_per_s"] and p99 < TARGETS["claim_p99_ms"] and not other,
-        )
-        self.add(
-            name="double grants (ledger: claimed/released alternate per worktree)",
-            ours=integrity["double_grants"],
-            ours_extra=f"{integrity['claimed_events']} claimed / {integrity['released_events']} released events",
-            raw=None,
-            raw_extra="",
-            ratio=None,
-            ratio_note="",
-            target="0",
-            passed=integrity["ok"],
-        )
+        return result
 
     def check_alternation(self, worktrees: list[int], after_id: int) -> dict:
         """Per worktree, in id order (ids are taken under the row lock, so they follow the claims), the

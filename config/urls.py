@@ -15,14 +15,16 @@ api_v1 = [
     path("", include("workspaces.api.urls")),
 ]
 
+# The API first: the resolver tries patterns in order, and the agents' requests are most of the
+# traffic; the pages' includes have no prefix, so every one of their patterns was tried first.
 urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("board.pages.urls")),
     path("", include("sessions_app.pages.urls")),
     path("", include("workspaces.pages.urls")),
-    path("healthz", healthz, name="healthz"),
-    path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
