@@ -104,19 +104,23 @@ _CLAIM_SET = "status = %s, assignee_id = %s, session_id = %s, started_at = %s, u
 _CLAIMABLE = "status = %s AND assignee_id IS NULL"
 
 
-def _claim_take(*, where: str, params: list, agent: Agent, session: AgentSession | None, actor: Actor) -> Task | None:
+def _claim_take(
+    *, where: str, params: list, agent: Agent, session: AgentSession | None, actor: Actor, checked: bool = False
+) -> Task | None:
     """Take a ready, unheld task matching ``where`` for ``agent``: task, open claim, ledger event, push.
 
     The conditional UPDATE ... RETURNING is the lock: of two claimants, the database lets exactly
     one change the row; the partial unique index on open claims backs it up. On PostgreSQL the
     claim row and the event are inserted by the same statement (data-modifying CTEs), one round
     trip instead of three while the row is locked; elsewhere (SQLite) they follow the UPDATE.
+    ``checked``: ``where`` itself picks only a claimable row, under its lock (see _claim_best).
     """
     table = connection.ops.quote_name(Task._meta.db_table)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     session_id = session.pk if session else None
-    update = f"UPDATE {table} SET {_CLAIM_SET} WHERE {_CLAIMABLE} AND {where} RETURNING *"
-    head = [Task.Status.IN_PROGRESS, agent.pk, session_id, now, now, Task.Status.READY]
+    condition = where if checked else f"{_CLAIMABLE} AND {where}"
+    update = f"UPDATE {table} SET {_CLAIM_SET} WHERE {condition} RETURNING *"
+    head = [Task.Status.IN_PROGRESS, agent.pk, session_id, now, now] + ([] if checked else [Task.Status.READY])
     if connection.vendor != "postgresql":
         rows = list(Task.objects.raw(update, head + params))
         return _claim_opened(task=rows[0], agent=agent, session=session, actor=actor) if rows else None
@@ -167,6 +171,11 @@ def _claim_best(*, agent: Agent, session: AgentSession | None, campaign: Campaig
 
     On PostgreSQL the pick skips rows other claimants hold locked (SKIP LOCKED), so they
     don't queue on one row; on SQLite the IMMEDIATE transaction serialises writers.
+
+    The pick checks that the task is claimable while it locks the row (FOR UPDATE re-checks a row
+    changed meanwhile), so the UPDATE has only ``id = (pick)`` to match: with the claimable test
+    repeated there, PostgreSQL could choose the (status, rank) index for the UPDATE and filter
+    every ready task by id, one claim costing as much as the queue is long.
     """
     table = connection.ops.quote_name(Task._meta.db_table)
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
@@ -176,7 +185,7 @@ def _claim_best(*, agent: Agent, session: AgentSession | None, campaign: Campaig
         f"{campaign_filter} ORDER BY priority, rank, id LIMIT 1{lock})"
     )
     params = [Task.Status.READY, agent.slug] + ([campaign.pk] if campaign is not None else [])
-    return _claim_take(where=pick, params=params, agent=agent, session=session, actor=actor)
+    return _claim_take(where=pick, params=params, agent=agent, session=session, actor=actor, checked=True)
 
 
 def _check_claimant(*, agent: Agent, session: AgentSession | None) -> None:
