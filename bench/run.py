@@ -966,7 +966,8 @@ class Bench:
             f"service p50 {late['p50']:.1f} ms, p99 {late['p99']:.1f} ms; CPU of 2 cores: "
             f"{cpu.result['machine_busy_pct']}% busy = server {cpu.result.get('server_pct', 0)}% + postgres "
             f"{cpu.result.get('postgres_pct', 0)}% + loader {cpu.result.get('loader_pct', 0)}% + others "
-            f"{cpu.result.get('other_processes_pct', 0)}%"
+            f"{cpu.result.get('other_processes_pct', 0)}%; workers (% of a core each) "
+            f"{sorted(cpu.result.get('per_worker_pct_of_one_core', {}).values())}"
         )
         result["passed"] = (
             result["achieved_per_s"] >= 0.99 * rate and ok == result["due"] and due["p99"] < p99_target_ms
