@@ -1,9 +1,7 @@
-from functools import cache
-
 from rest_framework import serializers
 
 from board.models import Campaign, Lead, Task
-from config.api.fields import StrictSerializer
+from config.api.fields import StrictSerializer, datetime_output
 
 
 class TaskOutput(serializers.ModelSerializer):
@@ -36,16 +34,6 @@ class TaskOutput(serializers.ModelSerializer):
         ]
 
 
-@cache
-def _datetime_field() -> serializers.DateTimeField:
-    # Built on first use: DRF reads its settings when a field is made, too early at import.
-    return serializers.DateTimeField()
-
-
-def _when(value):
-    return None if value is None else _datetime_field().to_representation(value)
-
-
 def task_render(task: Task) -> dict:
     """What ``TaskOutput(task).data`` gives, built by hand for the claim endpoints, where the
     serializer's field machinery was a sixth of a claim. tests/board/test_task_render.py holds
@@ -64,12 +52,12 @@ def task_render(task: Task) -> dict:
         "labels": task.labels,
         "source_file": task.source_file,
         "external_id": task.external_id,
-        "started_at": _when(task.started_at),
-        "finished_at": _when(task.finished_at),
+        "started_at": datetime_output(task.started_at),
+        "finished_at": datetime_output(task.finished_at),
         "retries": task.retries,
         "error": task.error,
-        "created_at": _when(task.created_at),
-        "updated_at": _when(task.updated_at),
+        "created_at": datetime_output(task.created_at),
+        "updated_at": datetime_output(task.updated_at),
     }
 
 

@@ -7,23 +7,16 @@ serializers they shortcut.
 """
 
 import json
-from functools import cache
 
 from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from rest_framework import serializers
 
+from config.api.fields import datetime_output
 from sessions_app.models import StreamEvent
 
 _TYPES = frozenset(StreamEvent.Type.values)
 _KEYS = frozenset({"id", "type", "payload", "timestamp"})
-
-
-@cache
-def _datetime_field() -> serializers.DateTimeField:
-    # Built on first use: DRF reads its settings when a field is made, too early at import.
-    return serializers.DateTimeField()
 
 
 def stream_event_fast_validate(item: dict) -> dict | None:
@@ -70,6 +63,6 @@ def stream_event_render(event: StreamEvent) -> dict:
         "client_id": event.client_id,
         "type": event.type,
         "payload": event.payload,
-        "timestamp": _datetime_field().to_representation(event.timestamp),
-        "created_at": _datetime_field().to_representation(event.created_at),
+        "timestamp": datetime_output(event.timestamp),
+        "created_at": datetime_output(event.created_at),
     }

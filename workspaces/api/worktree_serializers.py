@@ -1,9 +1,7 @@
-from functools import cache
-
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import StrictSerializer
+from config.api.fields import StrictSerializer, datetime_output
 from workspaces.models import Repository, Worktree
 from workspaces.worktrees import KNOWN_TYPES, NAME_MAX_LENGTH, TYPE_MAX_LENGTH
 
@@ -78,16 +76,6 @@ class WorktreeOutput(serializers.ModelSerializer):
         ]
 
 
-@cache
-def _datetime_field() -> serializers.DateTimeField:
-    # Built on first use: DRF reads its settings when a field is made, too early at import.
-    return serializers.DateTimeField()
-
-
-def _when(value):
-    return None if value is None else _datetime_field().to_representation(value)
-
-
 def worktree_render(worktree: Worktree) -> dict:
     """What ``WorktreeOutput(worktree).data`` gives, built by hand for the claim and release
     endpoints, where the serializer's field machinery was about a tenth of a call. Needs the
@@ -104,11 +92,11 @@ def worktree_render(worktree: Worktree) -> dict:
         "pr_number": worktree.pr_number,
         "status": worktree.status,
         "holder": worktree.holder.slug if worktree.holder_id is not None and worktree.holder is not None else None,
-        "claimed_at": _when(worktree.claimed_at),
-        "released_at": _when(worktree.released_at),
-        "lease_expires_at": _when(worktree.lease_expires_at),
+        "claimed_at": datetime_output(worktree.claimed_at),
+        "released_at": datetime_output(worktree.released_at),
+        "lease_expires_at": datetime_output(worktree.lease_expires_at),
         "workspace": worktree.workspace_id,
-        "created_at": _when(worktree.created_at),
+        "created_at": datetime_output(worktree.created_at),
     }
 
 
