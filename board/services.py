@@ -1,7 +1,5 @@
 """Writes for tasks and campaigns: create, claim, release, complete, fail."""
 
-from contextlib import nullcontext
-
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -9,6 +7,7 @@ from django.utils import timezone
 from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task, TaskClaim
 from config.api.errors import DomainError
+from config.single_statement import single_statement_atomic
 from ledger.events import event_dispatch, event_record
 from ledger.models import Event
 from sessions_app.actors import Actor
@@ -167,7 +166,7 @@ def _claim(*, task_id: int, agent: Agent, session: AgentSession | None, actor: A
 
 def _claim_best(*, agent: Agent, session: AgentSession | None, campaign: Campaign | None, actor: Actor) -> Task | None:
     """Pick and take the best ready task in one statement. Caller holds a transaction (or, on
-    PostgreSQL, autocommit: see _claim_transaction).
+    PostgreSQL, autocommit: see single_statement_atomic).
 
     On PostgreSQL the pick skips rows other claimants hold locked (SKIP LOCKED), so they
     don't queue on one row; on SQLite the IMMEDIATE transaction serialises writers.
@@ -207,23 +206,12 @@ def task_claim_next(
     _check_claimant(agent=agent, session=session)
     for _ in range(CLAIM_ATTEMPTS):
         try:
-            with _claim_transaction():
+            with single_statement_atomic():  # the claim is one statement on PostgreSQL (_claim_take)
                 task = _claim_best(agent=agent, session=session, campaign=campaign, actor=actor)
             return task
         except IntegrityError:
             continue  # an open claim on that task already existed; pick again
     raise DomainError("Too many claimants at once; retry.", code="conflict")
-
-
-def _claim_transaction():
-    """The transaction a claim runs in. On PostgreSQL outside any transaction, none: the claim is
-    one statement (see _claim_take), which autocommit makes atomic by itself, and BEGIN and
-    COMMIT would be two more round trips while the row is locked. Anywhere else, an atomic block
-    (a savepoint inside a caller's transaction, so a failed pick leaves it usable)."""
-    connection = transaction.get_connection()
-    if connection.vendor == "postgresql" and connection.get_autocommit() and not connection.in_atomic_block:
-        return nullcontext()
-    return transaction.atomic()
 
 
 def task_claim(*, actor: Actor, agent: Agent, task: Task, session: AgentSession | None = None) -> tuple[Task, bool]:

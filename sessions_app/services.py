@@ -4,7 +4,6 @@ import json
 import re
 import uuid
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any
 
 from django.conf import settings
@@ -13,6 +12,7 @@ from django.utils import timezone
 
 from config.api.errors import DomainError
 from config.idempotency import IncomingItem, ItemResult, resolve_replays
+from config.single_statement import single_statement_atomic
 from ledger.events import event_record
 from sessions_app.actors import Actor
 from sessions_app.live import session_push
@@ -397,10 +397,8 @@ def stream_events_append_new(*, actor: Actor, session_id: str, items: list[Incom
         [item.client_id for item in items],
         [item.body_sha256 for item in items],
     ]
-    # Inside a caller's transaction (tests), a savepoint keeps a unique violation from breaking it.
-    guard = transaction.atomic() if connection.in_atomic_block else nullcontext()
     try:
-        with guard, connection.cursor() as cursor:
+        with single_statement_atomic(), connection.cursor() as cursor:
             cursor.execute(sql, params)
             row = cursor.fetchone()
     except IntegrityError:
