@@ -25,20 +25,30 @@ def hub(monkeypatch):
     return consumers.BoardHub
 
 
-def _deliver(hub_class, seqs: list[int], *, settle: float = 0.2) -> list[str]:
+def _run(hub_class, feed, *, settle: float):
+    """A hub with one board and its delivery running; ``feed(arrived, board)`` puts messages in.
+    Returns what ``feed`` returned and the frames the board got by ``settle`` seconds later."""
+
     async def scenario():
         hub = hub_class()
         board = Board()
         hub.boards.add(board)
         arrived: asyncio.Queue = asyncio.Queue()
         deliver = asyncio.ensure_future(hub._deliver(arrived))
-        for seq in seqs:
-            arrived.put_nowait({"seq": seq, "task_ids": [seq]})
+        fed = await feed(arrived, board)
         await asyncio.sleep(settle)
         deliver.cancel()
-        return board.frames
+        return fed, board.frames
 
     return asyncio.run(scenario())
+
+
+def _deliver(hub_class, seqs: list[int], *, settle: float = 0.2) -> list[str]:
+    async def feed(arrived, board):
+        for seq in seqs:
+            arrived.put_nowait({"seq": seq, "task_ids": [seq]})
+
+    return _run(hub_class, feed, settle=settle)[1]
 
 
 def test_changes_that_arrive_out_of_order_are_sent_in_order(hub):
@@ -56,12 +66,7 @@ def test_a_number_from_before_is_sent_at_once(hub):
 
 
 def test_changes_that_keep_arriving_do_not_extend_the_hold(hub):
-    async def scenario():
-        board = Board()
-        live = hub()
-        live.boards.add(board)
-        arrived: asyncio.Queue = asyncio.Queue()
-        deliver = asyncio.ensure_future(live._deliver(arrived))
+    async def feed(arrived, board):
         arrived.put_nowait({"seq": 1, "task_ids": [1]})
         # 2 never comes; 3, 4, ... keep arriving faster than the hold
         sent_by_then = None
@@ -70,10 +75,8 @@ def test_changes_that_keep_arriving_do_not_extend_the_hold(hub):
             await asyncio.sleep(consumers.BoardHub.HOLD_SECONDS / 4)
             if seq == 15:
                 sent_by_then = list(board.frames)
-        await asyncio.sleep(consumers.BoardHub.HOLD_SECONDS * 2)
-        deliver.cancel()
-        return sent_by_then, board.frames
+        return sent_by_then
 
-    sent_by_then, frames = asyncio.run(scenario())
+    sent_by_then, frames = _run(hub, feed, settle=consumers.BoardHub.HOLD_SECONDS * 2)
     assert "3" in sent_by_then  # let go after one hold, not after the stream stopped
     assert frames == [str(seq) for seq in [1, *range(3, 20)]]
