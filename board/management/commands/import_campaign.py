@@ -20,10 +20,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file_name, list_only, **options):
-        listing = list_only or not file_name
-        files = campaign_files() if listing else []
         if input_files_listed(
-            self, files=files, folder="TASK_DEFS_DIR", suffix=".json", file_name=file_name, list_only=list_only
+            self,
+            list_files=campaign_files,
+            folder="TASK_DEFS_DIR",
+            suffix=".json",
+            file_name=file_name,
+            list_only=list_only,
         ):
             return
         try:

@@ -19,10 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("--list", dest="list_only", action="store_true", help="List the priority files and exit.")
 
     def handle(self, *args, file_name, dry_run, list_only, **options):
-        listing = list_only or not file_name
-        files = priorities_files() if listing else []
         if input_files_listed(
-            self, files=files, folder="REPORTS_DIR", suffix=".md", file_name=file_name, list_only=list_only
+            self,
+            list_files=priorities_files,
+            folder="REPORTS_DIR",
+            suffix=".md",
+            file_name=file_name,
+            list_only=list_only,
         ):
             return
         try:
