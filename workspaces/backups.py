@@ -132,17 +132,24 @@ def _copy(fd: int, tmp_name: str, dir_fd: int) -> tuple[int, str]:
     out = os.open(tmp_name, flags, 0o644, dir_fd=dir_fd)
     try:
         digest = hashlib.sha256()
-        offset = 0
-        while chunk := os.pread(fd, CHUNK_BYTES, offset):
-            digest.update(chunk)
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(out, view) :]
-            offset += len(chunk)
+        size = _copy_loop(fd, out, digest)
         os.fsync(out)
     finally:
         os.close(out)
-    return offset, digest.hexdigest()
+    return size, digest.hexdigest()
+
+
+def _copy_loop(fd: int, out: int, digest=None) -> int:
+    """Read ``fd`` from its start and write it to ``out`` at its position, hashing into ``digest`` if given."""
+    offset = 0
+    while chunk := os.pread(fd, CHUNK_BYTES, offset):
+        if digest is not None:
+            digest.update(chunk)
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(out, view) :]
+        offset += len(chunk)
+    return offset
 
 
 def _copy_unhashed(fd: int, tmp_name: str, dir_fd: int) -> int:
@@ -155,13 +162,9 @@ def _copy_unhashed(fd: int, tmp_name: str, dir_fd: int) -> int:
             while copied := os.copy_file_range(fd, out, 64 * CHUNK_BYTES, offset, offset):
                 offset += copied
         except OSError:
+            # copy_file_range with offsets leaves the file position at 0: the loop writes from there.
             os.ftruncate(out, 0)
-            offset = 0
-            while chunk := os.pread(fd, CHUNK_BYTES, offset):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.pwrite(out, view, offset + len(chunk) - len(view)) :]
-                offset += len(chunk)
+            offset = _copy_loop(fd, out)
         os.fsync(out)
     finally:
         os.close(out)
