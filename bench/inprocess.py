@@ -26,7 +26,7 @@ DB = "switchyard_bench_inproc"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", default="config.settings.production")
-    parser.add_argument("--profile", choices=["event", "batch100", "batch1000", "claim"])
+    parser.add_argument("--profile", choices=["event", "batch100", "batch1000", "claim", "wt_refused", "wt_pair"])
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
     args = parser.parse_args()
@@ -76,6 +76,27 @@ def main() -> None:
         )
         cursor.execute("ANALYZE board_task")
 
+    # Worktree claims (issue 3): rows only, the claim path runs no git. "other" holds worktree 1, so
+    # our claim on it is the refusal that most claims under contention get; worktree 2 is claimed
+    # and released in turn.
+    from workspaces.models import Repository, Worktree
+
+    other = Client(headers={"Authorization": "Bearer " + api_key_create(agent=agent_get_or_create(slug="other")).key})
+    repository = Repository.objects.create(name="bench", path="/nonexistent/bench")
+    held, free = (
+        Worktree.objects.create(
+            repository=repository, type="feat", name=f"w{i}", branch=f"feat-w{i}", real_path=f"/nonexistent/w{i}"
+        )
+        for i in (1, 2)
+    )
+    other.post(f"/api/v1/worktrees/{held.pk}/claim/", {}, content_type="application/json")
+
+    def wt_pair():
+        """A grant and the release after it: the two writes of a claim that wins."""
+        claimed = client.post(f"/api/v1/worktrees/{free.pk}/claim/", {}, content_type="application/json")
+        released = client.post(f"/api/v1/worktrees/{free.pk}/release/", {}, content_type="application/json")
+        return released if claimed.status_code == 200 else claimed
+
     event = {"type": "log", "payload": {"line": "client 0: compiling module 42 of 97, 3 warnings so far"}}
     url = f"/api/v1/sessions/{session_id}/events/"
     parts = {
@@ -83,6 +104,12 @@ def main() -> None:
         "batch100": (30, lambda: client.post(url, [event] * 100, content_type="application/json"), 201),
         "batch1000": (5, lambda: client.post(url, [event] * 1000, content_type="application/json"), 201),
         "claim": (300, lambda: client.post("/api/v1/tasks/claim-next/", "", content_type="application/json"), 200),
+        "wt_refused": (
+            300,
+            lambda: client.post(f"/api/v1/worktrees/{held.pk}/claim/", {}, content_type="application/json"),
+            409,
+        ),
+        "wt_pair": (300, wt_pair, 200),  # two requests per call
     }
     print(f"settings {args.settings}; one thread, Django test client, persistent connection")
     for name, (count, call, expected) in parts.items():

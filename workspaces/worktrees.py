@@ -298,13 +298,13 @@ def event(name: str, worktree: Worktree, actor: Actor, **payload) -> None:
         subject_type="worktree",
         subject_id=worktree.pk,
         actor=actor.label,
-        payload={
-            "repository": worktree.repository_id,
-            "branch": worktree.branch,
-            "path": worktree.real_path,
-            **payload,
-        },
+        payload=event_payload(worktree, **payload),
     )
+
+
+def event_payload(worktree: Worktree, **payload) -> dict:
+    """What every worktree event carries, then its own fields."""
+    return {"repository": worktree.repository_id, "branch": worktree.branch, "path": worktree.real_path, **payload}
 
 
 def holder_label(worktree: Worktree) -> str:

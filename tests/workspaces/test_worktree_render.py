@@ -55,9 +55,11 @@ def test_the_claimed_and_released_worktrees_the_services_return_render_as_the_se
     assert worktree_render(freed)["holder"] is None
 
 
-def test_a_refused_claim_is_one_query_and_a_grant_and_a_release_four_each_in_their_transaction(
+def test_a_refused_claim_is_one_query_and_in_a_transaction_a_grant_six_and_a_release_seven(
     worktree, agent, other_agent, django_assert_num_queries
 ):
+    # Inside the test's transaction (as inside any caller's, and on SQLite) the one-statement paths
+    # of PostgreSQL's autocommit do not apply: tests/workspaces/test_worktree_claims_unlocked.py.
     # (savepoints stand in for BEGIN and COMMIT inside the test's transaction)
     # grant: unlocked read, then in a transaction: locked read, conditional UPDATE, event INSERT
     with django_assert_num_queries(6):
@@ -65,6 +67,6 @@ def test_a_refused_claim_is_one_query_and_a_grant_and_a_release_four_each_in_the
     # refusal: the unlocked read alone
     with django_assert_num_queries(1), pytest.raises(DomainError):
         worktree_claim(actor=Actor(agent=other_agent), agent=other_agent, worktree=worktree.pk)
-    # release, in a transaction: locked read, UPDATE, event INSERT, queue head
-    with django_assert_num_queries(6):
+    # release: unlocked read, then in a transaction: locked read, UPDATE, event INSERT, queue head
+    with django_assert_num_queries(7):
         worktree_release(actor=Actor(agent=agent), worktree=worktree.pk)

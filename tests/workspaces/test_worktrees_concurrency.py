@@ -5,6 +5,7 @@ releases them together so the claims really overlap. Runs on SQLite (IMMEDIATE
 transactions serialise writers) and on PostgreSQL (the row lock and the conditional UPDATE).
 """
 
+import random
 import threading
 import time
 
@@ -114,6 +115,48 @@ def test_sixteen_waiting_agents_are_each_granted_once_in_fifo_order(worktree):
     ]
     row = Worktree.objects.get(pk=worktree.pk)
     assert (row.holder_id, row.lease_expires_at) == (None, None)
+
+
+def test_agents_claiming_queueing_and_releasing_at_random_keep_one_holder_and_strand_nobody(repository, actor):
+    # given two worktrees and eight agents; on PostgreSQL most grants and releases are one
+    # statement each (decided on an unlocked read), the rest under the row lock
+    worktrees = [
+        worktree_create(actor=actor, repository=repository, type="feat", name=f"mix-{n}")[0].pk for n in range(2)
+    ]
+    agents = [AgentFactory(slug=f"mixer-{n:02d}") for n in range(8)]
+
+    # when each claims one at random, a third of the time queueing for it, twenty times, and
+    # releases whatever it got (a queued agent first waits for its grant)
+    def work(agent):
+        rng = random.Random(agent.slug)
+        me = Actor(agent=agent)
+        for _ in range(20):
+            target, wait = rng.choice(worktrees), rng.random() < 0.3
+            try:
+                result = worktree_claim(actor=me, agent=agent, worktree=target, wait=wait)
+            except DomainError as exc:
+                assert exc.code == "conflict"
+                continue
+            deadline = time.monotonic() + 60
+            while result.outcome == "queued" and not Worktree.objects.filter(pk=target, holder=agent).exists():
+                assert time.monotonic() < deadline, f"{agent.slug} was left waiting for worktree {target}"
+                time.sleep(0.002)
+            worktree_release(actor=me, worktree=target)
+
+    errors = run_together(work, agents)
+
+    # then nobody was left in a queue, both are free, and each worktree's log alternates
+    # claimed / released, every release naming the holder the claim before it granted
+    assert errors == []
+    assert not WorktreeClaimRequest.objects.filter(status=WorktreeClaimRequest.Status.WAITING).exists()
+    assert list(Worktree.objects.filter(pk__in=worktrees).values_list("holder_id", flat=True)) == [None, None]
+    for pk in worktrees:
+        names = ("worktree.claimed", "worktree.released")
+        log = Event.objects.filter(subject_type="worktree", subject_id=str(pk), name__in=names).order_by("id")
+        assert [e.name for e in log] == list(names) * (len(log) // 2)
+        holders = [e.payload["holder"] for e in log]
+        assert holders[0::2] == holders[1::2]
+        assert len(log) >= 2
 
 
 def test_concurrent_creates_of_one_worktree_make_one_row_and_one_folder(repository, code_dir):
