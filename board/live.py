@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from functools import cache
 
 from asgiref.sync import async_to_sync
@@ -32,6 +33,12 @@ SEQ_KEY = "switchyard:board:seq"
 
 # Embedded default only: task id -> when this process last asked to push it (see board_push_tasks).
 local_pushes: dict = {}
+_local_pushes_lock = threading.Lock()
+# An entry only matters until the task-table watch has seen the row's commit, a few seconds (its
+# look-back, board/embedded_bridge.py). Older ones are dropped once there are this many: one
+# dropped early costs at most a second push of a card as it is.
+LOCAL_PUSHES_KEPT = 1000
+LOCAL_PUSHES_FOR = timedelta(minutes=1)
 
 _local_seq = itertools.count(1)
 _local_seq_lock = threading.Lock()
@@ -122,9 +129,7 @@ def board_push_tasks(*, task_ids: Iterable[int]) -> None:
     if not settings.REDIS_URL:
         # Embedded default: tell the task-table watch (board/embedded_bridge.py) that this process
         # pushes these rows itself. Noted now, after the row was stamped and before it commits.
-        noted = timezone.now()
-        for task_id in ids:
-            local_pushes[task_id] = noted
+        local_pushes_note(ids, noted=timezone.now())
     connection = transaction.get_connection()
     if not connection.in_atomic_block:
         _send(sorted(ids))  # autocommit: the change is already committed
@@ -136,6 +141,18 @@ def board_push_tasks(*, task_ids: Iterable[int]) -> None:
         connection._board_push_batch = batch
         after_commit(batch.flush)
     batch.ids |= ids
+
+
+def local_pushes_note(ids: Iterable[int], *, noted: datetime) -> None:
+    """Note that this process pushes these tasks itself, dropping notes older than LOCAL_PUSHES_FOR
+    when there are more than LOCAL_PUSHES_KEPT (else one entry per task ever pushed stays)."""
+    with _local_pushes_lock:
+        for task_id in ids:
+            local_pushes[task_id] = noted
+        if len(local_pushes) > LOCAL_PUSHES_KEPT:
+            oldest = noted - LOCAL_PUSHES_FOR
+            for task_id in [task_id for task_id, when in local_pushes.items() if when < oldest]:
+                del local_pushes[task_id]
 
 
 def board_cards_render(*, task_ids: list[int]) -> dict:
