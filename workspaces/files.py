@@ -2,13 +2,16 @@
 with an atomic rename, and stream a byte range back out. All of them go through
 ``safepaths`` descriptors, so nothing is read or written through a symlink."""
 
+import asyncio
 import hashlib
 import os
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from django.core.handlers.asgi import ASGIRequest
 
 from config.api.errors import DomainError
 from workspaces.safepaths import UnsafePath, parent_descriptor
@@ -117,6 +120,32 @@ def iter_fd_range(fd: int, start: int, length: int) -> Iterator[bytes]:
             yield chunk
     finally:
         os.close(fd)
+
+
+async def aiter_fd_range(fd: int, start: int, length: int) -> AsyncIterator[bytes]:
+    """``iter_fd_range`` for a response served under ASGI: each read in a worker thread, so the
+    file goes out chunk by chunk. Given a sync iterator there, Django reads it whole into a list
+    before sending the first byte (StreamingHttpResponse.__aiter__): a file's size in memory."""
+    try:
+        offset = start
+        remaining = length
+        while remaining > 0:
+            chunk = await asyncio.to_thread(os.pread, fd, min(CHUNK_BYTES, remaining), offset)
+            if not chunk:
+                return
+            offset += len(chunk)
+            remaining -= len(chunk)
+            yield chunk
+    finally:
+        os.close(fd)
+
+
+def fd_range_content(request, fd: int, start: int, length: int) -> Iterator[bytes] | AsyncIterator[bytes]:
+    """What a StreamingHttpResponse for this Django request should stream: async under ASGI (the
+    server's path), sync under WSGI and the test client."""
+    if isinstance(request, ASGIRequest):
+        return aiter_fd_range(fd, start, length)
+    return iter_fd_range(fd, start, length)
 
 
 def hash_fd(fd: int) -> tuple[int, str]:

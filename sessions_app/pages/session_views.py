@@ -16,7 +16,7 @@ from sessions_app import logs, page_selectors
 from sessions_app.actors import Actor
 from sessions_app.input_requests import session_answer_input, session_question
 from sessions_app.models import AgentSession
-from workspaces.files import iter_fd_range
+from workspaces.files import fd_range_content
 from workspaces.services import artifact_open
 
 
@@ -105,7 +105,8 @@ def artifact_download(request, session_id: str, path: str):
         raise Http404("This session has no workspace.")
     fd, size, logical = _or_404(artifact_open, workspace=session.workspace, path=path)
     response = StreamingHttpResponse(
-        iter_fd_range(fd, 0, size), content_type=mimetypes.guess_type(logical)[0] or "application/octet-stream"
+        fd_range_content(request, fd, 0, size),
+        content_type=mimetypes.guess_type(logical)[0] or "application/octet-stream",
     )
     response["Content-Length"] = str(size)
     response["Content-Disposition"] = f"attachment; filename*=UTF-8''{_quote(logical.rsplit('/', 1)[-1])}"

@@ -1,10 +1,12 @@
-"""Uploads are streamed from the ASGI server into the workspace, never spooled first.
+"""Uploads are streamed from the ASGI server into the workspace, never spooled first, and
+downloads go back out chunk by chunk, never read whole into memory.
 
 These go through config.asgi.application, the app production serves, with Django's handler
 replaced for the upload route only (config/asgi_stream.py).
 """
 
 import hashlib
+import os
 import tempfile
 
 import pytest
@@ -24,6 +26,8 @@ async def _arequest(
     *,
     disconnect_after: int | None = None,
     content_type: bytes = b"application/octet-stream",
+    headers: list[tuple[bytes, bytes]] = (),
+    messages: list | None = None,
 ):
     scope = {
         "type": "http",
@@ -40,6 +44,7 @@ async def _arequest(
             (b"authorization", f"Bearer {key}".encode()),
             (b"content-type", content_type),
             (b"content-length", str(sum(len(c) for c in chunks)).encode()),
+            *headers,
         ],
         "client": ("127.0.0.1", 5000),
         "server": ("127.0.0.1", 80),
@@ -54,6 +59,8 @@ async def _arequest(
     body = b""
     while True:
         message = await communicator.receive_output(timeout=20)
+        if messages is not None:
+            messages.append(message)
         body += message.get("body", b"")
         if not message.get("more_body", False):
             break
@@ -141,3 +148,40 @@ def test_another_agents_upload_is_refused_and_nothing_is_written(session_id, oth
     assert status == 403
     assert not Artifact.objects.filter(path="work_products/x.bin").exists()
     assert sorted(p for p in file_roots["WORKSPACE_ROOT"].rglob("*")) == before
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open descriptors in /proc")
+def test_a_download_goes_out_chunk_by_chunk_and_closes_its_file(session_id, agent_client, recwarn):
+    # given a 3.5 MB file (four 1 MB reads)
+    stored = b"".join(bytes([i]) * 700_000 for i in range(5))
+    url = f"/api/v1/sessions/{session_id}/files/work_products/big.bin"
+    assert _request("PUT", url, agent_client.key, [stored])[0] == 201
+    fds = _open_fds()
+
+    # when it is downloaded through the ASGI app
+    messages = []
+    status, body = _request("GET", url, agent_client.key, [b""], messages=messages)
+
+    # then it arrives whole, in several messages, and Django did not have to read a sync
+    # iterator whole into a list first (which it warns about)
+    assert status == 200
+    assert body == stored
+    assert len(messages) > 4
+    assert not [w for w in recwarn if "synchronous iterators" in str(w.message)]
+    assert _open_fds() == fds
+
+
+def test_a_range_download_under_asgi(session_id, agent_client, recwarn):
+    url = f"/api/v1/sessions/{session_id}/files/work_products/data.bin"
+    assert _request("PUT", url, agent_client.key, [bytes(range(100))])[0] == 201
+
+    status, body = _request("GET", url, agent_client.key, [b""], headers=[(b"range", b"bytes=10-19")])
+    beyond, _ = _request("GET", url, agent_client.key, [b""], headers=[(b"range", b"bytes=500-600")])
+
+    assert (status, body) == (206, bytes(range(10, 20)))
+    assert beyond == 416
+    assert not [w for w in recwarn if "synchronous iterators" in str(w.message)]

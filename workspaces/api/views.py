@@ -4,7 +4,7 @@ import mimetypes
 import os
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.generics import ListAPIView
@@ -17,7 +17,7 @@ from config.api.views import actor_from_request, validate_input
 from sessions_app.selectors import session_get_for_actor
 from workspaces import selectors, services
 from workspaces.api import serializers as s
-from workspaces.files import iter_fd_range, read_chunks
+from workspaces.files import fd_range_content, read_chunks
 from workspaces.models import Artifact
 
 
@@ -96,7 +96,10 @@ class SessionFileView(APIView):
     def get(self, request, session_id: str, path: str):
         session = session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
         fd, size, logical = services.artifact_open(workspace=selectors.session_workspace(session=session), path=path)
-        return _ranged_response(fd=fd, size=size, name=logical, range_header=request.headers.get("Range"))
+        # request._request: the Django request under DRF's, which says whether this is served by ASGI.
+        return _ranged_response(
+            request._request, fd=fd, size=size, name=logical, range_header=request.headers.get("Range")
+        )
 
 
 def _tool_call(request, session):
@@ -111,7 +114,9 @@ def _tool_call(request, session):
     return None
 
 
-def _ranged_response(*, fd: int, size: int, name: str, range_header: str | None) -> StreamingHttpResponse:
+def _ranged_response(
+    request, *, fd: int, size: int, name: str, range_header: str | None
+) -> StreamingHttpResponse | HttpResponse:
     content_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
     start, length, status = 0, size, 200
     if range_header:
@@ -119,12 +124,14 @@ def _ranged_response(*, fd: int, size: int, name: str, range_header: str | None)
         window = parsed.range_for_length(size) if parsed is not None and len(parsed.ranges) == 1 else None
         if window is None:
             os.close(fd)
-            response = StreamingHttpResponse(iter(()), status=416, content_type=content_type)
+            response = HttpResponse(status=416, content_type=content_type)
             response["Content-Range"] = f"bytes */{size}"
             return response
         start, stop = window
         length, status = stop - start, 206
-    response = StreamingHttpResponse(iter_fd_range(fd, start, length), status=status, content_type=content_type)
+    response = StreamingHttpResponse(
+        fd_range_content(request, fd, start, length), status=status, content_type=content_type
+    )
     response["Content-Length"] = str(length)
     response["Accept-Ranges"] = "bytes"
     if status == 206:
