@@ -185,13 +185,17 @@ def artifact_record_version(
     """Record that the file at ``parts`` now has these bytes; True when that is a new version.
 
     Caller holds a transaction. The artifact row is locked while its next version number
-    is taken, so concurrent writers of one path get distinct numbers.
+    is taken, so concurrent writers of one path get distinct numbers. The same bytes as the
+    latest version add nothing, but a tool call named for them is linked: the observer often
+    records a file before the hook that wrote it uploads it.
     """
     shared = workspace.kind == Workspace.Kind.SHARED
     logical = "/".join(parts)
     artifact, _ = _artifact_locked(workspace=workspace, path=logical, kind=artifact_kind_for(parts, shared=shared))
     latest = artifact.versions.order_by("-number").first()
     if latest is not None and latest.sha256 == sha256 and latest.size == size:
+        if tool_invocation is not None and artifact.tool_invocation_id != tool_invocation.pk:
+            _artifact_link(actor=actor, artifact=artifact, version=latest, tool_invocation=tool_invocation)
         return artifact, latest, False
     number = (latest.number if latest else 0) + 1
     version = ArtifactVersion.objects.create(artifact=artifact, number=number, size=size, sha256=sha256, source=source)
@@ -218,6 +222,26 @@ def artifact_record_version(
         },
     )
     return artifact, version, True
+
+
+def _artifact_link(
+    *, actor: Actor, artifact: Artifact, version: ArtifactVersion, tool_invocation: ToolInvocation
+) -> None:
+    """Say that this tool call wrote the artifact's current bytes. Caller holds its row lock."""
+    artifact.tool_invocation = tool_invocation
+    artifact.save(update_fields=["tool_invocation", "updated_at"])
+    event_record(
+        name="artifact.linked",
+        subject_type="artifact",
+        subject_id=artifact.pk,
+        actor=actor.label,
+        payload={
+            "workspace": artifact.workspace_id,
+            "path": artifact.path,
+            "version": version.number,
+            "tool_call": tool_invocation.pk,
+        },
+    )
 
 
 def _artifact_locked(*, workspace: Workspace, path: str, kind: str) -> tuple[Artifact, bool]:

@@ -127,6 +127,29 @@ def test_an_upload_links_the_tool_call_that_wrote_it(agent_client, opened):
     assert not Artifact.objects.filter(path="work_products/c.md").exists()
 
 
+def test_an_upload_of_bytes_already_recorded_still_links_its_tool_call(agent_client, opened):
+    # given a file the observer recorded first (no tool call), and the tool call that wrote it
+    from sessions_app.models import AgentSession
+
+    put(agent_client, opened["id"], "work_products/seen.md", b"same bytes")
+    Artifact.objects.filter(path="work_products/seen.md").update(tool_invocation=None)
+    call = ToolCallFactory(session=AgentSession.objects.get(pk=opened["id"]), client_id="toolu_late")
+
+    # when the hook uploads the same bytes naming the tool call, twice (a retry)
+    first = put(agent_client, opened["id"], "work_products/seen.md?tool_use_id=toolu_late", b"same bytes")
+    again = put(agent_client, opened["id"], "work_products/seen.md?tool_use_id=toolu_late", b"same bytes")
+
+    # then no version is added, the artifact links the tool call, and that was said once
+    assert first.status_code == again.status_code == 200
+    assert first.json()["artifact"]["tool_call"] == call.pk
+    artifact = Artifact.objects.get(path="work_products/seen.md")
+    assert (artifact.tool_invocation_id, artifact.versions.count()) == (call.pk, 1)
+    linked = Event.objects.filter(name="artifact.linked")
+    assert [(e.subject_id, e.payload["version"], e.payload["tool_call"]) for e in linked] == [
+        (str(artifact.pk), 1, call.pk)
+    ]
+
+
 def _url_form(raw: str) -> str:
     # The test client percent-decodes the URL once, as a server would: encode once so the
     # view receives exactly ``raw``. NUL and lone surrogates cannot be encoded that way.
