@@ -1,6 +1,6 @@
 """Writes for tasks and campaigns: create, claim, release, complete, fail."""
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -114,17 +114,18 @@ def _claim_take(
     trip instead of three while the row is locked; elsewhere (SQLite) they follow the UPDATE.
     ``checked``: ``where`` itself picks only a claimable row, under its lock (see _claim_best).
     """
-    table = connection.ops.quote_name(Task._meta.db_table)
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    db = transaction.get_connection()  # once: each use of the `connection` proxy looks it up again
+    table = db.ops.quote_name(Task._meta.db_table)
+    now = db.ops.adapt_datetimefield_value(timezone.now())
     session_id = session.pk if session else None
     condition = where if checked else f"{_CLAIMABLE} AND {where}"
     update = f"UPDATE {table} SET {_CLAIM_SET} WHERE {condition} RETURNING *"
     head = [Task.Status.IN_PROGRESS, agent.pk, session_id, now, now] + ([] if checked else [Task.Status.READY])
-    if connection.vendor != "postgresql":
+    if db.vendor != "postgresql":
         rows = list(Task.objects.raw(update, head + params))
         return _claim_opened(task=rows[0], agent=agent, session=session, actor=actor) if rows else None
-    claims = connection.ops.quote_name(TaskClaim._meta.db_table)
-    events = connection.ops.quote_name(Event._meta.db_table)
+    claims = db.ops.quote_name(TaskClaim._meta.db_table)
+    events = db.ops.quote_name(Event._meta.db_table)
     # The event is what _task_event("task.claimed", ...) records: the same columns and payload.
     sql = (
         f"WITH picked AS ({update}), "
@@ -176,8 +177,9 @@ def _claim_best(*, agent: Agent, session: AgentSession | None, campaign: Campaig
     repeated there, PostgreSQL could choose the (status, rank) index for the UPDATE and filter
     every ready task by id, one claim costing as much as the queue is long.
     """
-    table = connection.ops.quote_name(Task._meta.db_table)
-    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    db = transaction.get_connection()
+    table = db.ops.quote_name(Task._meta.db_table)
+    lock = " FOR UPDATE SKIP LOCKED" if db.features.has_select_for_update_skip_locked else ""
     campaign_filter = " AND campaign_id = %s" if campaign is not None else ""
     pick = (
         f"id = (SELECT id FROM {table} WHERE {_CLAIMABLE} AND (suggested_agent = '' OR suggested_agent = %s)"

@@ -311,13 +311,14 @@ def stream_event_append_one(*, actor: Actor, session_id: str, item: IncomingItem
     matches nothing (missing, another agent's, finished, or not an agent's key) nothing is written
     and the caller takes the general path, which says which (404, 403, 409).
     """
-    if connection.vendor != "postgresql" or actor.agent is None or item.client_id is not None:
+    db = transaction.get_connection()  # once: each use of the `connection` proxy looks it up again
+    if db.vendor != "postgresql" or actor.agent is None or item.client_id is not None:
         return None
-    sessions = connection.ops.quote_name(AgentSession._meta.db_table)
-    events = connection.ops.quote_name(StreamEvent._meta.db_table)
+    sessions = db.ops.quote_name(AgentSession._meta.db_table)
+    events = db.ops.quote_name(StreamEvent._meta.db_table)
     terminal = sorted(AgentSession.TERMINAL)
     now = timezone.now()
-    payload = StreamEvent._meta.get_field("payload").get_db_prep_save(item.data.get("payload") or {}, connection)
+    payload = StreamEvent._meta.get_field("payload").get_db_prep_save(item.data.get("payload") or {}, db)
     timestamp = item.data.get("timestamp") or now
     sql = (
         f"WITH s AS (UPDATE {sessions} SET last_event_seq = last_event_seq + 1 "
@@ -326,10 +327,10 @@ def stream_event_append_one(*, actor: Actor, session_id: str, item: IncomingItem
         f"INSERT INTO {events} (session_id, seq, type, payload, timestamp, created_at, client_id, body_sha256) "
         "SELECT %s, s.last_event_seq, %s, %s, %s, %s, NULL, %s FROM s RETURNING id, seq"
     )
-    adapt = connection.ops.adapt_datetimefield_value
+    adapt = db.ops.adapt_datetimefield_value
     params = [session_id, actor.agent.pk, *terminal]
     params += [session_id, item.data["type"], payload, adapt(timestamp), adapt(now), item.body_sha256]
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
