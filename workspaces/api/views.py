@@ -50,7 +50,10 @@ class SessionFileView(APIView):
         ],
         responses={
             201: s.ArtifactWriteOutput,
-            200: s.ArtifactWriteOutput,
+            200: OpenApiResponse(
+                s.ArtifactWriteOutput,
+                description="The same bytes as the latest version: no new version (a tool call named is linked).",
+            ),
             413: OpenApiResponse(description="Too large."),
         },
         summary="Write a file into the session's workspace (a new version if it exists)",
