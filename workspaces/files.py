@@ -126,18 +126,12 @@ async def aiter_fd_range(fd: int, start: int, length: int) -> AsyncIterator[byte
     """``iter_fd_range`` for a response served under ASGI: each read in a worker thread, so the
     file goes out chunk by chunk. Given a sync iterator there, Django reads it whole into a list
     before sending the first byte (StreamingHttpResponse.__aiter__): a file's size in memory."""
+    chunks = iter_fd_range(fd, start, length)
     try:
-        offset = start
-        remaining = length
-        while remaining > 0:
-            chunk = await asyncio.to_thread(os.pread, fd, min(CHUNK_BYTES, remaining), offset)
-            if not chunk:
-                return
-            offset += len(chunk)
-            remaining -= len(chunk)
+        while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
             yield chunk
     finally:
-        os.close(fd)
+        chunks.close()  # its ``finally`` closes fd (the first read has begun by the time we get here)
 
 
 def fd_range_content(request, fd: int, start: int, length: int) -> Iterator[bytes] | AsyncIterator[bytes]:
