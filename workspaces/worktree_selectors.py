@@ -3,7 +3,7 @@
 from django.db.models import Count, Q, QuerySet
 
 from config.api.errors import DomainError
-from workspaces.models import Repository, Worktree
+from workspaces.models import Repository, Worktree, WorktreeClaimRequest
 
 
 def repository_list() -> QuerySet[Repository]:
@@ -27,11 +27,15 @@ def worktree_get(*, worktree_id: int) -> Worktree:
 
 
 def worktree_monitor_list() -> list:
-    """Active worktrees with their status (``worktree_status``: git is asked once per worktree)."""
-    from workspaces.worktree_status import worktree_status
+    """Active worktrees with their status, in one query and git asked for each worktree, a few at a
+    time (``worktree_status``: three git processes and a walk of the folder each)."""
+    from workspaces.worktree_status import worktree_statuses
 
-    worktrees = Worktree.objects.filter(status=Worktree.Status.ACTIVE).select_related("repository", "holder")
-    return [
-        (worktree, worktree_status(worktree=worktree))
-        for worktree in worktrees.order_by("repository__name", "type", "name")
-    ]
+    waiting = Count("queue", filter=Q(queue__status=WorktreeClaimRequest.Status.WAITING))
+    worktrees = list(
+        Worktree.objects.filter(status=Worktree.Status.ACTIVE)
+        .select_related("repository", "holder")
+        .annotate(waiting=waiting)
+        .order_by("repository__name", "type", "name")
+    )
+    return list(zip(worktrees, worktree_statuses(worktrees), strict=True))

@@ -3,9 +3,11 @@
 import heapq
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db import connection
 from django.utils import timezone
 
 from workspaces import git
@@ -35,8 +37,32 @@ class WorktreeStatus:
     waiting: int = 0
 
 
-def worktree_status(*, worktree: Worktree) -> WorktreeStatus:
-    """Commits ahead of the base, uncommitted changes, the files changed last, and the holder."""
+# Git processes and folder walks mostly wait (the GIL is released): a few at once finish a
+# monitor page of many worktrees in a fraction of the time, without flooding a small machine.
+STATUS_THREADS = 4
+
+
+def worktree_statuses(worktrees: list[Worktree]) -> list[WorktreeStatus]:
+    """``worktree_status`` of each, in order, a few at a time. Each worktree must carry its
+    repository, holder and ``waiting`` (annotated): the threads make no queries."""
+
+    def one(worktree: Worktree) -> WorktreeStatus:
+        try:
+            return worktree_status(worktree=worktree, waiting=worktree.waiting)
+        finally:
+            connection.close()  # only if something did open one in this thread after all
+
+    if len(worktrees) < 2:
+        return [one(worktree) for worktree in worktrees]
+    with ThreadPoolExecutor(max_workers=STATUS_THREADS, thread_name_prefix="worktree-status") as pool:
+        return list(pool.map(one, worktrees))
+
+
+def worktree_status(*, worktree: Worktree, waiting: int | None = None) -> WorktreeStatus:
+    """Commits ahead of the base, uncommitted changes, the files changed last, and the holder.
+    ``waiting``: the queue's length when the caller has it (else one query)."""
+    if waiting is None:
+        waiting = worktree.queue.filter(status=WorktreeClaimRequest.Status.WAITING).count()
     now = timezone.now()
     status = WorktreeStatus(
         present=worktree.status == Worktree.Status.ACTIVE and os.path.isdir(worktree.real_path),
@@ -44,7 +70,7 @@ def worktree_status(*, worktree: Worktree) -> WorktreeStatus:
         holder=worktree.holder.slug if worktree.holder_id else None,
         lease_expires_at=worktree.lease_expires_at,
         lease_valid=bool(worktree.holder_id and worktree.lease_expires_at and worktree.lease_expires_at >= now),
-        waiting=worktree.queue.filter(status=WorktreeClaimRequest.Status.WAITING).count(),
+        waiting=waiting,
     )
     if not status.present:
         return status

@@ -6,9 +6,11 @@ import pytest
 from django.test import Client
 
 from config.pages import ENGINEERS, PRODUCT_OWNERS
+from sessions_app.actors import Actor
 from tests.page_users import user_in
 from tests.workspaces.conftest import commit_file
 from workspaces.worktree_claims import worktree_claim
+from workspaces.worktree_selectors import worktree_monitor_list
 from workspaces.worktrees import worktree_create
 
 pytestmark = pytest.mark.django_db
@@ -38,6 +40,33 @@ def test_shows_each_worktree_with_its_holder_lease_and_git_status(repository, ac
     assert '<span class="badge waiting">1</span>' in html  # notes.txt is uncommitted
     assert "<code>notes.txt</code>" in html
     assert 'hx-trigger="every 5s"' in html
+
+
+def test_many_worktrees_each_get_their_own_status_in_a_constant_number_of_queries(
+    repository, actor, agent, other_agent, django_assert_num_queries
+):
+    # given five worktrees, the nth with n commits of its own, and a queue on the first
+    made = []
+    for n in range(5):
+        worktree, _ = worktree_create(actor=actor, repository=repository, type="feat", name=f"w{n}")
+        for i in range(n):
+            commit_file(Path(worktree.real_path), f"f{i}.txt", f"{i}\n", f"Commit {i}")
+        made.append(worktree)
+    worktree_claim(actor=actor, agent=agent, worktree=made[0])
+    worktree_claim(actor=Actor(agent=other_agent), agent=other_agent, worktree=made[0], wait=True)
+
+    # when the monitor lists them
+    with django_assert_num_queries(1):  # the worktrees with their queue lengths; git in threads
+        rows = worktree_monitor_list()
+
+    # then each row's status is its own worktree's
+    assert [(w.name, status.commits_ahead, status.waiting) for w, status in rows] == [
+        ("w0", 0, 1),
+        ("w1", 1, 0),
+        ("w2", 2, 0),
+        ("w3", 3, 0),
+        ("w4", 4, 0),
+    ]
 
 
 def test_an_htmx_poll_gets_the_list_alone(repository, actor):
