@@ -267,8 +267,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"contention_refusals": {"()": "config.log_filters.ContentionRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+    "loggers": {"django.request": {"filters": ["contention_refusals"]}},
 }
 
 # --- Workspaces -----------------------------------------------------------------------------

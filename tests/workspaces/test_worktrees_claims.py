@@ -364,3 +364,21 @@ def test_release_returns_the_row_as_stored(actor, agent, worktree):
     worktree_claim(actor=actor, agent=agent, worktree=worktree)
     released = worktree_release(actor=actor, worktree=worktree)
     assert (released.holder_id, released.lease_expires_at) == (None, None)
+
+
+def test_a_refused_claim_is_not_logged_as_a_warning_but_other_conflicts_are(
+    agent_client, other_client, worktree, caplog
+):
+    # given a held worktree
+    agent_client.post(_url(worktree, "claim"), {}, format="json")
+
+    # when another agent's claim is refused, and it then tries to release the worktree
+    with caplog.at_level("WARNING", logger="django.request"):
+        refused = other_client.post(_url(worktree, "claim"), {}, format="json")
+        released = agent_client.post(_url(worktree, "release"), {}, format="json")
+        unclaimed = agent_client.post(_url(worktree, "release"), {}, format="json")
+
+    # then the expected refusal under contention left no warning; the other 409 did
+    assert (refused.status_code, released.status_code, unclaimed.status_code) == (409, 200, 409)
+    logged = [r.getMessage() for r in caplog.records if r.name == "django.request"]
+    assert logged == [f"Conflict: {_url(worktree, 'release')}"]
