@@ -46,16 +46,17 @@ def worktree_statuses(worktrees: list[Worktree]) -> list[WorktreeStatus]:
     """``worktree_status`` of each, in order, a few at a time. Each worktree must carry its
     repository, holder and ``waiting`` (annotated): the threads make no queries."""
 
-    def one(worktree: Worktree) -> WorktreeStatus:
+    if len(worktrees) < 2:  # on the caller's thread, and its connection stays open
+        return [worktree_status(worktree=worktree, waiting=worktree.waiting) for worktree in worktrees]
+
+    def in_thread(worktree: Worktree) -> WorktreeStatus:
         try:
             return worktree_status(worktree=worktree, waiting=worktree.waiting)
         finally:
-            connection.close()  # only if something did open one in this thread after all
+            connection.close()  # this pool thread's own, if something did open one after all
 
-    if len(worktrees) < 2:
-        return [one(worktree) for worktree in worktrees]
     with ThreadPoolExecutor(max_workers=STATUS_THREADS, thread_name_prefix="worktree-status") as pool:
-        return list(pool.map(one, worktrees))
+        return list(pool.map(in_thread, worktrees))
 
 
 def worktree_status(*, worktree: Worktree, waiting: int | None = None) -> WorktreeStatus:

@@ -9,6 +9,7 @@ from config.pages import ENGINEERS, PRODUCT_OWNERS
 from sessions_app.actors import Actor
 from tests.page_users import user_in
 from tests.workspaces.conftest import commit_file
+from workspaces.models import Worktree
 from workspaces.worktree_claims import worktree_claim
 from workspaces.worktree_selectors import worktree_monitor_list
 from workspaces.worktrees import worktree_create
@@ -67,6 +68,16 @@ def test_many_worktrees_each_get_their_own_status_in_a_constant_number_of_querie
         ("w3", 3, 0),
         ("w4", 4, 0),
     ]
+
+
+def test_listing_a_single_worktree_leaves_the_callers_connection_usable(repository, actor):
+    # (one worktree is looked at on the caller's thread, inside the test's transaction here)
+    worktree_create(actor=actor, repository=repository, type="feat", name="alone")
+
+    rows = worktree_monitor_list()
+
+    assert [w.name for w, _ in rows] == ["alone"]
+    assert Worktree.objects.count() == 1  # a closed connection would refuse this inside the transaction
 
 
 def test_an_htmx_poll_gets_the_list_alone(repository, actor):
