@@ -76,8 +76,7 @@ def worktree_claim(*, actor: Actor, agent: Agent, worktree: Worktree | int, wait
             actor=actor,
         )
         if taken:
-            seen.holder = agent
-            seen.claimed_at, seen.lease_expires_at, seen.updated_at = now, _lease_end(now), now
+            _held_in_memory(seen, agent=agent, now=now)
             return ClaimResult(worktree=seen, outcome="granted")
     # Anything else is decided under the lock.
     refusal = None
@@ -100,6 +99,18 @@ def worktree_claim(*, actor: Actor, agent: Agent, worktree: Worktree | int, wait
     if refusal is not None:
         raise refusal
     return result
+
+
+def _held_in_memory(worktree: Worktree, *, agent: Agent, now: datetime) -> None:
+    """The row in memory as a grant to ``agent`` at ``now`` left it in the database."""
+    worktree.holder = agent
+    worktree.claimed_at, worktree.lease_expires_at, worktree.updated_at = now, _lease_end(now), now
+
+
+def _freed_in_memory(worktree: Worktree, *, now: datetime) -> None:
+    """The row in memory as a release at ``now`` left it in the database."""
+    worktree.holder = None
+    worktree.lease_expires_at, worktree.released_at, worktree.updated_at = None, now, now
 
 
 def _claim_row(worktree_id: int, *, lock: bool, active: bool = True) -> Worktree:
@@ -228,8 +239,7 @@ def _take(*, actor: Actor, agent: Agent, worktree: Worktree, now: datetime) -> b
         return False
     if previous is not None:
         event("worktree.released", worktree, actor, holder=previous, reason="lease expired")
-    worktree.holder = agent
-    worktree.claimed_at, worktree.lease_expires_at, worktree.updated_at = now, _lease_end(now), now
+    _held_in_memory(worktree, agent=agent, now=now)
     event("worktree.claimed", worktree, actor, agent=agent.slug, holder=agent.pk, from_queue=False)
     return True
 
@@ -282,8 +292,7 @@ def _grant(*, actor: Actor, worktree: Worktree, request: WorktreeClaimRequest, n
     WorktreeClaimRequest.objects.filter(pk=request.pk).update(
         status=WorktreeClaimRequest.Status.GRANTED, resolved_at=now
     )
-    worktree.holder = request.agent
-    worktree.claimed_at, worktree.lease_expires_at, worktree.updated_at = now, _lease_end(now), now
+    _held_in_memory(worktree, agent=request.agent, now=now)
     event(
         "worktree.claimed",
         worktree,
@@ -330,8 +339,7 @@ def worktree_release(*, actor: Actor, worktree: Worktree | int) -> Worktree:
             actor=actor,
         )
         if freed:
-            seen.holder = None
-            seen.lease_expires_at, seen.released_at, seen.updated_at = None, now, now
+            _freed_in_memory(seen, now=now)
             return seen
     with transaction.atomic():
         row = _claim_row(worktree_id, lock=True, active=False)
@@ -351,8 +359,7 @@ def _release_to_queue(*, actor: Actor, worktree: Worktree, now: datetime, reason
         holder=None, lease_expires_at=None, released_at=now, updated_at=now
     )
     event("worktree.released", worktree, actor, holder=previous, reason=reason)
-    worktree.holder = None
-    worktree.lease_expires_at, worktree.released_at, worktree.updated_at = None, now, now
+    _freed_in_memory(worktree, now=now)
     head = _queue_head(worktree)
     if head is not None:
         _grant(actor=actor, worktree=worktree, request=head, now=now)
