@@ -21,10 +21,13 @@ migrate: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 
 # Web, Celery worker, beat and the file observer as supervised children (manage.py serve).
+# The demo key and URLs go to a private file that serve prints (and deletes) once the web answers,
+# so they are the last lines of start-up rather than lost above the children's logs.
+WELCOME := $(or $(SWITCHYARD_VAR_DIR),var)/.welcome
 run: migrate
-	$(BIN)/python manage.py setup_demo --port $(PORT)
+	$(BIN)/python manage.py setup_demo --port $(PORT) --welcome-file $(WELCOME)
 	$(BIN)/python manage.py setup_schedules
-	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT)
+	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT) --welcome-file $(WELCOME)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -53,6 +53,7 @@ _T0 = time.monotonic()
 
 sys.path.insert(0, str(BENCH_DIR))
 from profile_summary import summarise  # noqa: E402 - a helper beside this script
+from redaction_bench import EVENT_MIX  # noqa: E402 - the mixed batch payloads
 
 
 def say(message: str) -> None:
@@ -93,6 +94,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="concurrent clients for batch POSTs (few keep-alive connections can land on one worker: see README)",
     )
     parser.add_argument("--batch-sizes", default="100,1000", help="comma-separated batch sizes")
+    parser.add_argument(
+        "--batch-payload",
+        choices=["plain", "mixed"],
+        default="plain",
+        help="plain: one log line per event (as before); mixed: bench/redaction_bench.py's EVENT_MIX, "
+        "one event in ten with a secret to redact",
+    )
     parser.add_argument("--agents", type=int, default=32, help="concurrent agents (keys) claiming tasks")
     parser.add_argument("--tasks", type=int, default=30_000, help="ready tasks created for the claim figure")
     parser.add_argument("--workers", type=int, default=2, help="server worker processes")
@@ -432,7 +440,10 @@ class Server:
         if choice in ("gunicorn", "gunicorn-legacy"):
             if not has_gunicorn:
                 raise BenchError("gunicorn is missing: .venv/bin/pip install -r requirements/production.txt")
-            worker_class = "uvicorn_worker.UvicornWorker" if choice == "gunicorn" else "uvicorn.workers.UvicornWorker"
+            # The Procfile's worker: uvicorn's with the HTTP limits (config/http_limits.py).
+            worker_class = (
+                "config.gunicorn_worker.UvicornWorker" if choice == "gunicorn" else "uvicorn.workers.UvicornWorker"
+            )
             cmd = [str(bin_dir / "gunicorn"), "config.asgi:application", "-k", worker_class, "-w", workers]
             cmd += ["-b", bind, "--log-level", "warning", "--graceful-timeout", "5", "--timeout", "60"]
             # As in the Procfile: a listening socket per worker, so the kernel spreads keep-alive
@@ -1196,6 +1207,8 @@ class Bench:
             for i, (sid, key) in enumerate(sessions):
                 items = [
                     {"type": "log", "payload": {"line": f"client {i} line {n}: compiling module {n % 97} of 97"}}
+                    if self.args.batch_payload == "plain"
+                    else {"type": "log", "payload": EVENT_MIX[n % len(EVENT_MIX)]}
                     for n in range(size)
                 ]
                 targets.append(

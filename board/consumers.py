@@ -158,7 +158,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
     joined = False
 
     async def connect(self):
-        # The origin check is config/asgi.py's AllowedHostsOriginValidator; here, who may look.
+        # The origin check is config/ws_origin.py's SameOriginValidator (scheme, host and port); here, who may look.
         if not await _may_see_board(self.scope.get("user")):
             await self.close()  # before accept: the handshake is refused with a 403
             return

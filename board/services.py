@@ -1,12 +1,13 @@
 """Writes for tasks and campaigns: create, claim, release, complete, fail."""
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task, TaskClaim
-from config.api.errors import DomainError
+from config.api.errors import LEASE_LOST, DomainError
 from config.single_statement import single_statement_atomic
 from ledger.events import event_dispatch, event_record
 from ledger.models import Event
@@ -241,10 +242,12 @@ def _end_claim(*, actor: Actor, task: Task, outcome: str, new_status: str, error
         last = TaskClaim.objects.filter(task=task).order_by("-claimed_at", "-id").first()
         if last is not None and last.outcome == outcome and task.status == new_status and actor.owns(last.agent_id):
             return task, False  # a retry of the same ending
+        _refuse_if_lease_lost(actor=actor, task=task)
         raise DomainError(
             f"Task {task.pk} is {task.status} and not claimed; nothing to {outcome_verb(outcome)}.", code="conflict"
         )
     if not actor.owns(claim.agent_id):
+        _refuse_if_lease_lost(actor=actor, task=task)  # taken back from this agent, then claimed by another
         raise DomainError(f"Task {task.pk} is claimed by another agent.", code="forbidden")
     now = timezone.now()
     claim.outcome = outcome
@@ -270,6 +273,26 @@ def _end_claim(*, actor: Actor, task: Task, outcome: str, new_status: str, error
     task.save(update_fields=update)
     board_push_tasks(task_ids=[task.pk])
     return task, True
+
+
+def _refuse_if_lease_lost(*, actor: Actor, task: Task) -> None:
+    """A 409 ``lease_lost`` when the agent's own last claim on the task was taken back by the reaper.
+
+    Its holder learns why its write is refused (no heartbeat for HEARTBEAT_TTL_SECONDS) and what
+    to do (claim it again), in a form its client can recognise: ``code`` in the body.
+    """
+    if actor.agent is None:
+        return
+    mine = TaskClaim.objects.filter(task=task, agent=actor.agent).order_by("-claimed_at", "-id").first()
+    if mine is None or mine.outcome != TaskClaim.Outcome.EXPIRED:
+        return
+    ttl = settings.HEARTBEAT_TTL_SECONDS
+    raise DomainError(
+        f"Your claim on task {task.pk} was lost at {mine.released_at.isoformat()} because Switchyard heard "
+        f"nothing from {actor.agent.slug!r} for {ttl} s; the task went back to ready. Claim it again.",
+        code="conflict",
+        extra={"code": LEASE_LOST, "task": task.pk, "lost_at": mine.released_at.isoformat(), "ttl_seconds": ttl},
+    )
 
 
 def outcome_verb(outcome: str) -> str:

@@ -158,16 +158,27 @@ class SyncChainASGIHandler(ASGIHandler):
 django.setup(set_prefix=False)
 django_asgi_app = SyncChainASGIHandler()
 
+# gunicorn runs no system checks: production's refusal of demo passwords is made here too.
+from config.demo_passwords import refuse_demo_passwords_at_startup  # noqa: E402
+
+refuse_demo_passwords_at_startup()
+
+# Temporaries of uploads cut short when the last web process died (workspaces/upload_parts.py).
+from workspaces.upload_parts import upload_parts_sweep_in_background  # noqa: E402
+
+upload_parts_sweep_in_background()
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from config.routing import websocket_urlpatterns  # noqa: E402
+from config.ws_origin import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # Scheme, host and port of the Origin must be the site's own (config/ws_origin.py).
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

@@ -11,6 +11,8 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponsePermanentRedirect
+from django.templatetags.static import static
 
 PRODUCT_OWNERS = "product owners"
 ENGINEERS = "engineers"
@@ -37,6 +39,19 @@ def user_may(user, groups: tuple[str, ...]) -> bool:
     return bool(user_groups(user) & set(groups))
 
 
+def _in_words(names) -> str:
+    return " and ".join(sorted(names)) or "no group"
+
+
+def refusal_text(user, groups: tuple[str, ...]) -> str:
+    """What a refused person needs to know: which group the page wants, which they are in."""
+    wanted = " or ".join(groups)
+    return (
+        f"This page is for {_in_words(groups)}; you are in {_in_words(user_groups(user))}. "
+        f"Ask an engineer to add you to the {wanted} group if you need it."
+    )
+
+
 def page_for(groups: tuple[str, ...]) -> Callable:
     """Decorate a page view: login required, then membership of one of ``groups`` (else 403)."""
 
@@ -44,7 +59,7 @@ def page_for(groups: tuple[str, ...]) -> Callable:
         @wraps(view)
         def wrapped(request, *args, **kwargs):
             if not user_may(request.user, groups):
-                raise PermissionDenied("Your account is not in a group that may open this page.")
+                raise PermissionDenied(refusal_text(request.user, groups))
             return view(request, *args, **kwargs)
 
         return login_required(wrapped)
@@ -67,3 +82,8 @@ def nav(request) -> dict:
             ("workspaces:worktrees", "Worktrees"),
         ]
     return {"nav_links": links, "nav_is_engineer": user_may(user, ENGINEERING)}
+
+
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever a page links (and before any page): the SVG in static."""
+    return HttpResponsePermanentRedirect(static("img/favicon.svg"))

@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.api.converters import Int64Converter
 from config.health import healthz
+from config.pages import favicon
 
 # Ids in paths: digits that fit a 64-bit column; anything else is a 404, never a 500.
 register_converter(Int64Converter, "int64")
@@ -20,6 +21,7 @@ api_v1 = [
 urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("board.pages.urls")),

@@ -53,6 +53,7 @@ from config.api.errors import DomainError
 from config.cache import shared_cache
 from config.side_effects import after_commit, enqueue_task
 from ledger.models import Event, WebhookDelivery, WebhookSubscription
+from ledger.webhook_deadline import DeliveryDeadline, deadline_error
 
 logger = logging.getLogger(__name__)
 
@@ -270,8 +271,8 @@ class Attempt:
 
 
 def webhook_claim_seconds() -> int:
-    """How long a worker's claim on a delivery lasts: past connect, write and read timeouts."""
-    return 3 * settings.WEBHOOK_TIMEOUT_SECONDS + 10
+    """How long a worker's claim on a delivery lasts: past the delivery's total deadline."""
+    return settings.WEBHOOK_DEADLINE_SECONDS + 10
 
 
 def webhook_retry_delay(*, attempts: int, rng: Callable[[], float] = random.random) -> float:
@@ -304,15 +305,19 @@ def webhook_deliver(*, delivery_id: int, client: httpx.Client | None = None) -> 
     if claimed != 1:
         return "skipped"
     delivery = WebhookDelivery.objects.select_related("subscription", "event").get(pk=delivery_id)
-    if client is None:
-        with httpx.Client(timeout=settings.WEBHOOK_TIMEOUT_SECONDS, follow_redirects=False) as own_client:
-            attempt = _post(delivery, own_client)
-    else:
-        attempt = _post(delivery, client)
+    # The whole exchange has WEBHOOK_DEADLINE_SECONDS, however slowly the receiver drips its answer.
+    with DeliveryDeadline(
+        settings.WEBHOOK_DEADLINE_SECONDS, per_operation=settings.WEBHOOK_TIMEOUT_SECONDS
+    ) as deadline:
+        if client is None:
+            with httpx.Client(timeout=deadline.timeout(), follow_redirects=False) as own_client:
+                attempt = _post(delivery, own_client, deadline)
+        else:
+            attempt = _post(delivery, client, deadline)
     return _record(delivery, attempt)
 
 
-def _post(delivery: WebhookDelivery, client: httpx.Client) -> Attempt:
+def _post(delivery: WebhookDelivery, client: httpx.Client, deadline: DeliveryDeadline) -> Attempt:
     body = webhook_event_body(delivery.event)
     timestamp = str(int(time.time()))
     headers = {
@@ -324,10 +329,13 @@ def _post(delivery: WebhookDelivery, client: httpx.Client) -> Attempt:
         "X-Switchyard-Signature": webhook_sign(secret=delivery.subscription.secret, timestamp=timestamp, body=body),
     }
     try:
-        with client.stream("POST", delivery.subscription.url, content=body, headers=headers) as response:
+        with client.stream(
+            "POST", delivery.subscription.url, content=body, headers=headers, extensions=deadline.extensions()
+        ) as response:
             excerpt = _excerpt(response)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        return Attempt(ok=False, status_code=None, error=f"{type(exc).__name__}: {exc}"[:ERROR_CHARS], excerpt="")
+        error = deadline_error(deadline.seconds) if deadline.passed else f"{type(exc).__name__}: {exc}"
+        return Attempt(ok=False, status_code=None, error=error[:ERROR_CHARS], excerpt="")
     ok = 200 <= response.status_code < 300
     error = "" if ok else f"HTTP {response.status_code}"
     return Attempt(ok=ok, status_code=response.status_code, error=error, excerpt=excerpt)

@@ -382,3 +382,7 @@ class MilestoneAdmin(admin.ModelAdmin):
     @admin.display(description="text")
     def text_preview(self, obj):
         return Truncator(obj.text).chars(100)
+
+
+# Failed logins and their unlock (django-axes), beside the rest of what engineers repair here.
+from sessions_app import lockout_admin  # noqa: E402, F401

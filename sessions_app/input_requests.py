@@ -10,6 +10,7 @@ event whose payload has ``answer``; ``in_reply_to`` is the seq of the question a
 from django.db import transaction
 
 from config.api.errors import DomainError
+from ledger.redaction import redact_text
 from sessions_app.actors import Actor
 from sessions_app.live import session_push
 from sessions_app.models import AgentSession, StreamEvent
@@ -41,6 +42,8 @@ def session_answer_input(*, actor: Actor, session: AgentSession, answer: str) ->
         raise DomainError("Write an answer first: an empty answer is not sent.")
     if len(answer) > ANSWER_MAX_CHARS:
         raise DomainError(f"The answer is {len(answer)} characters; the limit is {ANSWER_MAX_CHARS}.")
+    # Stored and shown like any event: a secret pasted into an answer is redacted like an agent's.
+    answer = redact_text(answer)
     session = AgentSession.objects.select_for_update().select_related("agent").get(pk=session.pk)
     if session.status != Status.WAITING_FOR_INPUT:
         raise DomainError(

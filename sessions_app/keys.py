@@ -11,6 +11,9 @@ revoked, or an agent paused or edited, by *another* process (another web worker,
 is still honoured, or seen as it was, by a process that looked the key up in the last 2 s.
 In this process ``api_key_revoke`` and the admin's pause/activate actions empty the cache at
 once (``api_key_cache_clear``); other changes to those rows are seen within the same 2 s.
+
+Each lookup also counts as the agent's heartbeat (sessions_app/liveness.py), written at most
+once per few seconds per agent: the cached agent carries the time last written.
 """
 
 import copy
@@ -25,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.api.errors import DomainError
+from sessions_app.liveness import agent_activity_record
 from sessions_app.models import Agent, AgentApiKey
 
 KEY_PREFIX = "sy_"
@@ -126,6 +130,9 @@ def api_key_authenticate(*, key: str) -> AgentApiKey | None:
         # Written at most once a minute per key: a busy agent must not turn every read into a write.
         AgentApiKey.objects.filter(pk=entry.pk).update(last_used_at=now)
         entry.last_used_at = now
+    # Every request of an agent is a heartbeat. Noted on the cached entry itself, so the other
+    # requests of its cache window don't write it again (sessions_app/liveness.py).
+    agent_activity_record(agent=entry.agent, now=now)
     return _copy(entry)
 
 

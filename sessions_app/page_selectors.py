@@ -186,6 +186,21 @@ class AgentRow:
     metrics: object = None
     bars: list[Bar] = field(default_factory=list)
 
+    @property
+    def last_active(self):
+        """The agent's latest sign of life: its heartbeat, which any request moves (liveness.py),
+        or its keys' last use (older rows, written before requests counted as heartbeats)."""
+        seen = [t for t in (self.agent.last_heartbeat_at, self.agent.key_last_used_at) if t is not None]
+        return max(seen) if seen else None
+
+
+def _agents_with_last_use() -> QuerySet[Agent]:
+    """The agents by slug, each with the last use of any of its keys (in the same query)."""
+    from sessions_app.models import AgentApiKey
+
+    last_use = AgentApiKey.objects.filter(agent=OuterRef("pk"), last_used_at__isnull=False).order_by("-last_used_at")
+    return Agent.objects.annotate(key_last_used_at=Subquery(last_use.values("last_used_at")[:1])).order_by("slug")
+
 
 CHART_WIDTH, CHART_HEIGHT = 168, 36
 
@@ -198,7 +213,7 @@ def agent_overview(*, period: str):
     from workspaces.models import Worktree
 
     window = metrics_window(period=period)
-    rows = {agent.pk: AgentRow(agent=agent) for agent in Agent.objects.order_by("slug")}
+    rows = {agent.pk: AgentRow(agent=agent) for agent in _agents_with_last_use()}
     for task in Task.objects.filter(status=Task.Status.IN_PROGRESS, assignee__isnull=False).only(
         "id", "title", "assignee_id"
     ):

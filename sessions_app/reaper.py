@@ -1,9 +1,10 @@
 """The heartbeat reaper: agents that went silent give their work back.
 
-An active agent whose last heartbeat is older than HEARTBEAT_TTL_SECONDS is marked ``error``,
+An active agent whose last heartbeat is older than HEARTBEAT_TTL_SECONDS is marked ``error``
+(any authenticated request of the agent counts as a heartbeat: sessions_app/liveness.py),
 an ``agent.stale`` event is recorded, its claimed tasks go back to ``ready`` (their claims
 end as ``expired``) and its worktree leases go to the head of each worktree's queue. An agent
-that never sent a heartbeat has promised none and is left alone; a paused, completed or
+never heard from (no heartbeat, no request) has promised none and is left alone; a paused, completed or
 already errored agent is not active and is left alone too. Its next heartbeat makes it active
 again (sessions_app.services.agent_heartbeat); the work it lost stays with whoever took it.
 """

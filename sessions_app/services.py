@@ -16,6 +16,7 @@ from config.single_statement import single_statement_atomic
 from ledger.events import event_record
 from sessions_app.actors import Actor
 from sessions_app.live import session_push
+from sessions_app.liveness import agent_alive
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
 from workspaces.services import workspace_create_for_session, workspace_discard_empty, workspace_shared
 from workspaces.worktree_claims import worktree_leases_renew
@@ -42,12 +43,7 @@ def session_generate_id() -> str:
 
 def agent_heartbeat(*, agent: Agent) -> Agent:
     """Record that the agent is alive. An agent marked stale comes back to active; a paused one stays paused."""
-    now = timezone.now()
-    Agent.objects.filter(pk=agent.pk).update(last_heartbeat_at=now)
-    Agent.objects.filter(pk=agent.pk, status__in=[Agent.Status.ERROR, Agent.Status.COMPLETED]).update(
-        status=Agent.Status.ACTIVE
-    )
-    worktree_leases_renew(agent=agent)
+    agent_alive(agent=agent, now=timezone.now())  # what any request of the agent does too (liveness.py)
     agent.refresh_from_db(fields=["last_heartbeat_at", "status"])
     return agent
 
@@ -86,6 +82,8 @@ def session_open(
         raise DomainError("Session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'.")
     if parent is not None and not actor.owns(parent.agent_id):
         raise DomainError("The parent session belongs to another agent.", code="forbidden")
+    if task is not None:
+        _check_task_not_held_by_another(task=task, agent=agent)
 
     existing = AgentSession.objects.filter(pk=session_id).first()
     if existing is not None:
@@ -132,6 +130,18 @@ def session_open(
             raise
         return _session_reopen(actor=actor, agent=agent, session=existing), False
     return session, True
+
+
+def _check_task_not_held_by_another(*, task, agent: Agent) -> None:
+    """A session names the task it works on (the board card links it): never one another agent holds."""
+    from board.models import Task
+
+    if task.status == Task.Status.IN_PROGRESS and task.assignee_id not in (None, agent.pk):
+        raise DomainError(
+            f"Task {task.pk} is held by another agent; a session may name a task its own agent holds "
+            "or one nobody holds.",
+            code="conflict",
+        )
 
 
 def _session_reopen(*, actor: Actor, agent: Agent, session: AgentSession) -> AgentSession:

@@ -40,5 +40,5 @@ def tool_call_in_session(*, session: AgentSession, tool_call_id: int | None = No
         else queryset.filter(client_id=client_id).first()
     )
     if call is None:
-        raise DomainError("The tool call named for this upload is not in this session.", code="invalid")
+        raise DomainError("The tool call named for this upload is not in this session.", code="not_found")
     return call

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from config.api.errors import DomainError
 from ledger.events import event_record
-from ledger.models import ToolInvocation
+from ledger.models import Event, ToolInvocation
 from sessions_app.actors import Actor
 from workspaces.backups import BackupFailed, artifact_version_backup, backup_wanted
 from workspaces.files import StagedFile, staged_file
@@ -280,13 +280,16 @@ def artifact_export(
     with os.fdopen(fd, "rb") as source:
         chunks = iter(lambda: source.read(1024 * 1024), b"")
         with staged_file(root=root, parts=parts, chunks=chunks, max_bytes=settings.FILE_UPLOAD_MAX_BYTES) as staged:
-            if not overwrite:
-                with parent_descriptor(root, parts) as dir_fd:
-                    if _exists(parts[-1], dir_fd):
-                        raise DomainError(
-                            f'{destination} already exists; pass "overwrite": true to replace it.', code="conflict"
-                        )
-            staged.publish(replace=overwrite)
+            with parent_descriptor(root, parts) as dir_fd:
+                exists = _exists(parts[-1], dir_fd)
+            if exists and not overwrite:
+                raise DomainError(
+                    f'{destination} already exists; pass "overwrite": true to replace it.', code="conflict"
+                )
+            if exists:
+                _check_may_replace(actor=actor, target=root.joinpath(*parts), destination=destination)
+            # Only a file found and checked above is replaced: one that appears meanwhile is a 409.
+            staged.publish(replace=exists)
     target = root.joinpath(*parts)
     event_record(
         name="artifact.exported",
@@ -296,6 +299,25 @@ def artifact_export(
         payload={"destination": str(target), "sha256": staged.sha256, "size": staged.size, "overwrite": overwrite},
     )
     return target, staged.sha256, staged.size
+
+
+def _check_may_replace(*, actor: Actor, target: Path, destination: str) -> None:
+    """``overwrite`` replaces only a file this agent exported there last (the ledger's
+    ``artifact.exported`` events say who); staff may replace anything. Anything else is a 409:
+    another agent's export, or a file Switchyard never wrote."""
+    if actor.is_staff:
+        return
+    last = (
+        Event.objects.filter(name="artifact.exported", payload__destination=str(target))
+        .order_by("-id")
+        .values_list("actor", flat=True)
+        .first()
+    )
+    if last != actor.label:
+        raise DomainError(
+            f"{destination} was not exported by you; overwrite replaces only a file you exported (or staff's).",
+            code="conflict",
+        )
 
 
 def _exists(name: str, dir_fd: int) -> bool:

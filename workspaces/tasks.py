@@ -5,12 +5,14 @@ from celery import shared_task
 from workspaces.backups import BackupFailed, artifact_version_backup
 from workspaces.models import ArtifactVersion
 from workspaces.reconcile import workspace_reconcile
+from workspaces.upload_parts import upload_parts_sweep
 
 
 @shared_task
 def workspace_reconcile_task() -> dict:
-    """Beat's periodic pass (config/schedules.py): files the watcher missed become versions."""
-    return workspace_reconcile().summary()
+    """Beat's periodic pass (config/schedules.py): files the watcher missed become versions, and
+    temporaries of uploads that died are removed."""
+    return {**workspace_reconcile().summary(), "stale_parts_removed": upload_parts_sweep()}
 
 
 @shared_task(autoretry_for=(BackupFailed,), retry_backoff=True, max_retries=5)

@@ -31,7 +31,15 @@ from ledger.models import Event
 from sessions_app.actors import Actor
 from sessions_app.models import Agent
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
-from workspaces.worktrees import check_may_change, event, event_payload, holder_label, worktree_locked
+from workspaces.worktrees import (
+    LEASE_EXPIRED,
+    check_may_change,
+    event,
+    event_payload,
+    holder_label,
+    refuse_if_lease_lost,
+    worktree_locked,
+)
 
 
 @dataclass(frozen=True)
@@ -238,7 +246,7 @@ def _take(*, actor: Actor, agent: Agent, worktree: Worktree, now: datetime) -> b
     if changed != 1:
         return False
     if previous is not None:
-        event("worktree.released", worktree, actor, holder=previous, reason="lease expired")
+        event("worktree.released", worktree, actor, holder=previous, reason=LEASE_EXPIRED)
     _held_in_memory(worktree, agent=agent, now=now)
     event("worktree.claimed", worktree, actor, agent=agent.slug, holder=agent.pk, from_queue=False)
     return True
@@ -277,7 +285,7 @@ def _queue_grant_if_free(*, actor: Actor, worktree: Worktree, now: datetime) -> 
     if head is None:
         return False
     if worktree.holder_id is not None:
-        event("worktree.released", worktree, actor, holder=worktree.holder_id, reason="lease expired")
+        event("worktree.released", worktree, actor, holder=worktree.holder_id, reason=LEASE_EXPIRED)
     _grant(actor=actor, worktree=worktree, request=head, now=now)
     return True
 
@@ -344,6 +352,7 @@ def worktree_release(*, actor: Actor, worktree: Worktree | int) -> Worktree:
     with transaction.atomic():
         row = _claim_row(worktree_id, lock=True, active=False)
         if row.holder_id is None:
+            refuse_if_lease_lost(actor=actor, worktree=row)
             raise DomainError(f"Worktree {row.pk} is not claimed; nothing to release.", code="conflict")
         now = timezone.now()
         check_may_change(actor=actor, worktree=row, now=now, verb="release")

@@ -13,12 +13,14 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from config.api.errors import DomainError
+from config.api.errors import LEASE_LOST, DomainError
 from ledger.events import event_record
+from ledger.models import Event
 from sessions_app.actors import Actor
 from sessions_app.models import Agent
 from workspaces import git
@@ -321,6 +323,8 @@ def check_may_change(*, actor: Actor, worktree: Worktree, now: datetime, verb: s
         return
     if actor.agent is None:
         raise DomainError(f"Only the holder or staff may {verb} a worktree.", code="forbidden")
+    if worktree.holder_id != actor.agent.pk:
+        refuse_if_lease_lost(actor=actor, worktree=worktree)
     if worktree.holder_id is None:
         raise DomainError(f"Worktree {worktree.pk} is not claimed; claim it before you {verb} it.", code="forbidden")
     if worktree.holder_id != actor.agent.pk:
@@ -332,8 +336,42 @@ def check_may_change(*, actor: Actor, worktree: Worktree, now: datetime, verb: s
             f"Your lease on worktree {worktree.pk} expired at {worktree.lease_expires_at.isoformat()}; "
             "claim it again first.",
             code="conflict",
-            extra={"lease_expires_at": worktree.lease_expires_at.isoformat()},
+            extra={"code": LEASE_LOST, "lease_expires_at": worktree.lease_expires_at.isoformat()},
         )
+
+
+# The reasons of a release that took a lease from a holder who did not give it up: its lease ran
+# out (worktree_claims.py), or the reaper found the agent silent ("holder <slug> stale", reaper.py).
+LEASE_EXPIRED = "lease expired"
+STALE_SUFFIX = " stale"
+
+
+def refuse_if_lease_lost(*, actor: Actor, worktree: Worktree) -> None:
+    """A 409 ``lease_lost`` when the agent's last lease on this worktree was taken from it: it ran
+    out (no renewal in WORKTREE_LEASE_TTL_SECONDS) or the reaper found the agent silent."""
+    if actor.agent is None:
+        return
+    last = (
+        Event.objects.filter(
+            name="worktree.released",
+            subject_type="worktree",
+            subject_id=str(worktree.pk),
+            payload__holder=actor.agent.pk,
+        )
+        .order_by("-id")
+        .only("payload", "created_at")
+        .first()
+    )
+    reason = str(last.payload.get("reason", "")) if last is not None else ""
+    if reason != LEASE_EXPIRED and not reason.endswith(STALE_SUFFIX):
+        return
+    raise DomainError(
+        f"Your lease on worktree {worktree.pk} was lost at {last.created_at.isoformat()} ({reason}): no heartbeat "
+        f"in time (leases last {settings.WORKTREE_LEASE_TTL_SECONDS} s, agents are stale after "
+        f"{settings.HEARTBEAT_TTL_SECONDS} s). Claim it again.",
+        code="conflict",
+        extra={"code": LEASE_LOST, "worktree": worktree.pk, "lost_at": last.created_at.isoformat(), "reason": reason},
+    )
 
 
 def worktree_config_sync_for_actor(*, actor: Actor, worktree: Worktree, repair: bool) -> ConfigSyncReport:

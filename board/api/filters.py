@@ -1,10 +1,12 @@
 import django_filters
 from django import forms
+from drf_spectacular.utils import extend_schema_field
 
 from board.models import Task
 from config.api.parsers import INT64_MAX
 
 
+@extend_schema_field({"type": "integer", "format": "int64", "minimum": 1, "maximum": INT64_MAX})
 class IdFilter(django_filters.NumberFilter):
     """A whole number that fits a 64-bit id column; anything else is a 400, not a 500 from the driver."""
 

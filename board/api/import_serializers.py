@@ -12,7 +12,15 @@ class ImportFileOutput(serializers.Serializer):
     modified_at = serializers.DateTimeField()
 
 
+def _file_name_pattern(suffix: str) -> str:
+    # The names the API is documented for: board/imports/files.py refuses more shapes than a pattern
+    # can say (Unicode that normalises to another, percent escapes...), so the schema promises this
+    # plain subset; an existing file with another safe name is still imported.
+    return rf"^[A-Za-z0-9_][A-Za-z0-9 ._-]{{0,240}}\{suffix}$"
+
+
 class PriorityImportInput(StrictSerializer):
+    openapi_properties = {"file": {"pattern": _file_name_pattern(".md")}}
     # No trimming: the name is checked exactly as sent, so " x.md" is refused rather than guessed at.
     file = serializers.CharField(
         max_length=255, trim_whitespace=False, help_text="A .md file directly in REPORTS_DIR, e.g. q3-priorities.md."
@@ -21,6 +29,8 @@ class PriorityImportInput(StrictSerializer):
 
 
 class CampaignImportInput(StrictSerializer):
+    openapi_properties = {"file": {"pattern": _file_name_pattern(".json")}}
+
     file = serializers.CharField(
         max_length=255, trim_whitespace=False, help_text="A .json file directly in TASK_DEFS_DIR, e.g. launch.json."
     )

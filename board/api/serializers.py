@@ -1,7 +1,9 @@
 from rest_framework import serializers
 
 from board.models import Campaign, Lead, Task
+from board.services import PRIORITY_WORDS
 from config.api.fields import StrictSerializer, datetime_output
+from config.api.redacted_fields import RedactedCharField
 
 
 class TaskOutput(serializers.ModelSerializer):
@@ -62,8 +64,8 @@ def task_render(task: Task) -> dict:
 
 
 class TaskCreateInput(StrictSerializer):
-    title = serializers.CharField(max_length=500)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="")
+    title = RedactedCharField(max_length=500)
+    description = RedactedCharField(required=False, allow_blank=True, max_length=100_000, default="")
     status = serializers.ChoiceField(choices=["backlog", "ready", "blocked"], required=False, default="ready")
     priority = serializers.ChoiceField(choices=Task.Priority.choices, required=False, default="P2")
     labels = serializers.ListField(
@@ -88,7 +90,7 @@ class CompleteInput(StrictSerializer):
 
 
 class FailInput(StrictSerializer):
-    error = serializers.CharField(max_length=100_000)
+    error = RedactedCharField(max_length=100_000)
     retry = serializers.BooleanField(required=False, default=False, help_text="Put it back in ready for another try.")
 
 
@@ -132,17 +134,34 @@ class LeadInput(StrictSerializer):
     score = serializers.IntegerField(required=False, min_value=-1_000_000, max_value=1_000_000, default=0)
 
 
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+# What board.services.priority_normalise takes: a P-code or a word, any case, spaces around.
+PRIORITY_PATTERN = (
+    r"^[\s\x1c-\x1f]*(?:"
+    + "|".join([_any_case("p") + "[0-3]", *(_any_case(w) for w in sorted(PRIORITY_WORDS))])
+    + r")[\s\x1c-\x1f]*$"
+)
+
+
 class CampaignCreateInput(StrictSerializer):
     """The campaign definition format of SPEC §5; only ``type`` is required."""
 
+    openapi_properties = {"priority": {"pattern": PRIORITY_PATTERN}}
+
     type = serializers.CharField(max_length=100)
     name = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
-    priority = serializers.CharField(required=False, max_length=20, help_text="P0-P3, or critical/high/medium/low.")
-    deliverables = serializers.ListField(
-        child=serializers.CharField(max_length=200), required=False, max_length=500, default=list
+    # Not trimmed here: priority_normalise trims, and max_length then counts what was sent, as the schema does.
+    priority = serializers.CharField(
+        required=False, max_length=20, trim_whitespace=False, help_text="P0-P3, or critical/high/medium/low."
     )
-    target_audience = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
-    goal = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
+    deliverables = serializers.ListField(
+        child=RedactedCharField(max_length=200), required=False, max_length=500, default=list
+    )
+    target_audience = RedactedCharField(required=False, allow_blank=True, max_length=500, default="")
+    goal = RedactedCharField(required=False, allow_blank=True, max_length=10_000, default="")
     starts_on = serializers.DateField(required=False)
     ends_on = serializers.DateField(required=False)
     leads = LeadInput(many=True, required=False)

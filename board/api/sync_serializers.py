@@ -1,23 +1,25 @@
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from board.models import SyncIssue
-from board.sync.files import session_key_valid
+from board.sync.files import SESSION_DIR_RE
 from config.api.fields import StrictSerializer
 
+# board.sync.files.SESSION_DIR_RE, ending at the very end (its $ also takes a trailing newline).
+SESSION_KEY_PATTERN = SESSION_DIR_RE.pattern.removesuffix("$") + r"\Z"
+SESSION_KEY_MESSAGE = "Not a session folder name: session-<letters, digits, '-', '_'>."
 SESSION_HELP = "A session folder under STATE_DIR, e.g. session-1770537842. Omit (or null) to sync every session."
 
 
 class SessionKeyField(serializers.CharField):
+    """A session folder name, exactly as sent (not trimmed), so the schema's pattern is the whole rule."""
+
     def __init__(self, **kwargs):
         kwargs.setdefault("max_length", 128)
         kwargs.setdefault("help_text", SESSION_HELP)
+        kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if not session_key_valid(value):
-            raise serializers.ValidationError("Not a session folder name: session-<letters, digits, '-', '_'>.")
-        return value
+        self.validators.append(RegexValidator(SESSION_KEY_PATTERN, SESSION_KEY_MESSAGE))
 
 
 class SyncRequestInput(StrictSerializer):

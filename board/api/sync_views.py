@@ -35,7 +35,12 @@ def _session_param(request) -> str | None:
         raise DomainError("session must be a session folder name, e.g. session-1770537842.") from None
 
 
-SESSION_PARAM = OpenApiParameter("session", str, description="Only this session folder, e.g. session-1770537842.")
+SESSION_PARAM = OpenApiParameter(
+    "session",
+    str,
+    description="Only this session folder, e.g. session-1770537842.",
+    pattern=s.SESSION_KEY_PATTERN.removesuffix(r"\Z") + "$",
+)
 
 
 class SyncView(APIView):

@@ -7,6 +7,7 @@ from board import selectors, services
 from board.api import serializers as s
 from board.api.filters import TaskFilter
 from config.api.errors import DomainError
+from config.api.schema import lease_lost_response
 from config.api.views import actor_from_request, validate_input
 from sessions_app.actors import Actor
 from sessions_app.selectors import session_get_for_actor
@@ -20,6 +21,12 @@ def _claiming_agent(actor: Actor):
 
 def _optional_session(actor: Actor, session_id: str | None):
     return session_get_for_actor(actor=actor, session_id=session_id) if session_id else None
+
+
+# A write on a task the agent no longer holds; lease_lost says the reaper took it back (sessions_app/liveness.py).
+CLAIM_CONFLICT = lease_lost_response(
+    "Not claimed (or claimed by another); code lease_lost when the reaper took your claim back."
+)
 
 
 class TaskListCreateView(ListAPIView):
@@ -87,7 +94,11 @@ class TaskClaimView(APIView):
 
 
 class TaskReleaseView(APIView):
-    @extend_schema(request=None, responses=s.TaskOutput, summary="Give a claimed task back to ready")
+    @extend_schema(
+        request=None,
+        responses={200: s.TaskOutput, 409: CLAIM_CONFLICT},
+        summary="Give a claimed task back to ready",
+    )
     def post(self, request, task_id: int):
         actor = actor_from_request(request)
         validate_input(s.StrictSerializer, request.data)
@@ -96,7 +107,11 @@ class TaskReleaseView(APIView):
 
 
 class TaskCompleteView(APIView):
-    @extend_schema(request=s.CompleteInput, responses=s.TaskOutput, summary="Finish a claimed task")
+    @extend_schema(
+        request=s.CompleteInput,
+        responses={200: s.TaskOutput, 409: CLAIM_CONFLICT},
+        summary="Finish a claimed task",
+    )
     def post(self, request, task_id: int):
         actor = actor_from_request(request)
         data = validate_input(s.CompleteInput, request.data)
@@ -105,7 +120,11 @@ class TaskCompleteView(APIView):
 
 
 class TaskFailView(APIView):
-    @extend_schema(request=s.FailInput, responses=s.TaskOutput, summary="Report a claimed task as failed")
+    @extend_schema(
+        request=s.FailInput,
+        responses={200: s.TaskOutput, 409: CLAIM_CONFLICT},
+        summary="Report a claimed task as failed",
+    )
     def post(self, request, task_id: int):
         actor = actor_from_request(request)
         data = validate_input(s.FailInput, request.data)
@@ -122,7 +141,10 @@ class CampaignListCreateView(ListAPIView):
         return selectors.campaign_list()
 
     @extend_schema(
-        request=s.CampaignCreateInput, responses={201: s.CampaignOutput}, summary="Create a campaign from a definition"
+        request=s.CampaignCreateInput,
+        responses={201: s.CampaignOutput},
+        summary="Create a campaign from a definition",
+        description="`ends_on` may not be before `starts_on` (400).",
     )
     def post(self, request):
         actor = actor_from_request(request)

@@ -20,6 +20,7 @@ from django.utils.dateparse import parse_datetime
 from board.models import Task
 from board.services import priority_normalise
 from config.api.errors import DomainError
+from ledger.redaction import redact_text
 from sessions_app.models import AgentSession
 
 ORCHESTRATOR = "orchestrator"
@@ -245,7 +246,9 @@ def _text(document: dict, key: str, *, max_length: int | None = None) -> str | N
         raise SnapshotError(f"{key!r} contains an unpaired surrogate (\\ud800-\\udfff)") from None
     if max_length is not None and len(value) > max_length:
         raise SnapshotError(f"{key!r} is longer than {max_length} characters")
-    return value
+    # Agents write these files: secrets in them are redacted like in what they send the API.
+    value = redact_text(value)
+    return value if max_length is None else value[:max_length]
 
 
 def _title(text: str) -> str:

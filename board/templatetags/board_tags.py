@@ -24,6 +24,15 @@ def age(value: datetime | None) -> str:
 
 
 @register.filter
+def ago(value: datetime | None) -> str:
+    """``age`` as a phrase: "5m ago", or "just now" (never "now ago")."""
+    short = age(value)
+    if short == "now":
+        return "just now"
+    return f"{short} ago" if short else ""
+
+
+@register.filter
 def markdown_safe(text: str) -> str:
     """Markdown to HTML, then sanitised: a description is written by people and agents alike."""
     html = markdown.markdown(text or "", extensions=["fenced_code", "tables", "sane_lists"])

@@ -2,6 +2,10 @@
 
 from rest_framework import exceptions, status
 
+# The ``code`` of a 409 body when the agent's claim (a task, a worktree lease) was taken back
+# because it sent no sign of life in time: its client tells it to claim again.
+LEASE_LOST = "lease_lost"
+
 
 class DomainError(Exception):
     """A rule of the domain refused the request.

@@ -1,11 +1,18 @@
 """A JSON parser that refuses what the database or the agents downstream cannot hold.
 
-Refused with 400: invalid JSON, NaN/Infinity, duplicate keys, integers outside 64 bits,
-NUL bytes and lone surrogates in any string (key or value). Bodies over
-``API_MAX_BODY_BYTES`` are refused with 413 before they are read into memory.
+Refused with 400: invalid JSON, duplicate keys, integers outside 64 bits, NUL bytes and lone
+surrogates in any string (key or value). Bodies over ``API_MAX_BODY_BYTES`` are refused with
+413 before they are read into memory.
+
+Numbers a 64-bit float cannot hold (``1e999``, ``-1e400``) and the ``NaN``/``Infinity``
+literals parse to an :class:`OutOfRangeNumber` instead of refusing the whole body: the
+serializers (config.api.fields.StrictSerializer) refuse them naming the field, so in a batch
+only the item that holds one fails. Left as ``inf`` they reached the database, where SQLite's
+JSON check constraint and PostgreSQL's jsonb both refuse them.
 """
 
 import json
+import math
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
@@ -24,8 +31,22 @@ def _parse_int(text: str) -> int:
     return value
 
 
-def _parse_constant(name: str):
-    raise ParseError(f"JSON parse error - {name} is not allowed.")
+class OutOfRangeNumber(float):
+    """A JSON number no 64-bit float holds, kept with the text it was sent as (for the error)."""
+
+    def __new__(cls, text: str):
+        number = super().__new__(cls, text)
+        number.text = text[:30]
+        return number
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    return value if math.isfinite(value) else OutOfRangeNumber(text)
+
+
+def _parse_constant(name: str) -> OutOfRangeNumber:
+    return OutOfRangeNumber(name)  # NaN, Infinity, -Infinity
 
 
 def _check_string(value: str) -> None:
@@ -45,25 +66,20 @@ def _object_pairs(pairs: list) -> dict:
             raise ParseError(f"JSON parse error - duplicate key {key[:50]!r}.")
         if isinstance(value, str):
             _check_string(value)
+        elif isinstance(value, list):
+            _check_list(value)
         result[key] = value
     return result
 
 
-def _check_list_strings(value) -> None:
-    # Strings inside objects are checked as the objects are built; strings directly in
-    # lists (and a bare top-level string) are not, so walk the lists once.
-    if isinstance(value, list):
-        for item in value:
-            if isinstance(item, str):
-                _check_string(item)
-            else:
-                _check_list_strings(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            if isinstance(item, list):
-                _check_list_strings(item)
-    elif isinstance(value, str):
-        _check_string(value)
+def _check_list(items: list) -> None:
+    # The strings of a list (and of lists within it). Objects in it were checked as they were built,
+    # and the decoder builds inner values first, so every list is walked once, at whatever depth.
+    for item in items:
+        if isinstance(item, str):
+            _check_string(item)
+        elif isinstance(item, list):
+            _check_list(item)
 
 
 def loads_strict(raw: bytes | str):
@@ -71,12 +87,16 @@ def loads_strict(raw: bytes | str):
         value = json.loads(
             raw,
             parse_int=_parse_int,
+            parse_float=_parse_float,
             parse_constant=_parse_constant,
             object_pairs_hook=_object_pairs,
         )
     except (ValueError, RecursionError) as exc:
         raise ParseError(f"JSON parse error - {exc}") from None
-    _check_list_strings(value)
+    if isinstance(value, list):
+        _check_list(value)
+    elif isinstance(value, str):
+        _check_string(value)
     return value
 
 

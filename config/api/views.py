@@ -111,13 +111,16 @@ def write_response(*, results: list[ItemResult], is_batch: bool, render) -> Resp
                 entry["errors"] = result.errors
         body.append(entry)
     failed = sum(1 for r in results if r.status >= 400)
+    body = {"results": body, "stored": len(results) - failed, "failed": failed}
     if failed == len(results):
         statuses = {r.status for r in results}
         code = statuses.pop() if len(statuses) == 1 else status.HTTP_400_BAD_REQUEST
+        # An error status: its body is an error body too (a message), with the per-item results.
+        body = {"message": f"No item was stored: all {failed} failed; see results.", **body}
     elif failed:
         code = status.HTTP_207_MULTI_STATUS
     elif all(r.status == 200 for r in results):
         code = status.HTTP_200_OK
     else:
         code = status.HTTP_201_CREATED
-    return Response({"results": body, "stored": len(results) - failed, "failed": failed}, status=code)
+    return Response(body, status=code)

@@ -1,5 +1,7 @@
 """Settings shared by every environment. All environment reading happens in config.env."""
 
+import re
+from datetime import timedelta
 from pathlib import Path
 
 from config.env import (
@@ -31,6 +33,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    # Login lockout (see AXES_* below); before sessions_app, whose admin adds the unlock action.
+    "axes",
     "rest_framework",
     "django_filters",
     "drf_spectacular",
@@ -46,14 +50,19 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "workspaces.download_host.DownloadHostMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Above CommonMiddleware: API paths get JSON errors, never an APPEND_SLASH redirect or an HTML page.
+    "config.api.middleware.ApiJsonErrorsMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Turns a refused login into the lockout page; below every other one, as axes asks.
+    "axes.middleware.AxesMiddleware",
     "config.middleware.SyncChainMiddleware",
 ]
 
@@ -127,7 +136,8 @@ if REDIS_URL:
 else:
     # The embedded broker is kombu's filesystem transport: it needs no server and still
     # carries messages between the web process and a worker process on the same machine.
-    CELERY_BROKER_URL = "filesystem://"
+    # The host is ignored; naming one keeps kombu from warning "No hostname was supplied" at every start.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(VAR_DIR / "broker" / "queue"),
         # Fanout (worker control) messages; kombu would otherwise write ./control/ in the cwd.
@@ -194,6 +204,23 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "board:board"
 LOGOUT_REDIRECT_URL = "login"
+# Login lockout (django-axes), on our login page and the admin's alike: after LOGIN_FAILURE_LIMIT
+# wrong passwords for one username from one address, that pair is refused (even with the right
+# password) until LOGIN_COOLOFF_MINUTES have passed without another try, or an engineer unlocks it
+# in the admin (Axes > Access attempts > "Unlock"). By the pair, so that someone hammering a name
+# from elsewhere does not lock its owner out.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.login_lockout.lockout_response"
+# Demo accounts (setup_demo: admin/admin, owner/owner) are for the embedded default only: production
+# turns this on and then refuses to start while one still has its demo password (config/demo_passwords.py).
+REFUSE_DEMO_PASSWORDS = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -243,6 +270,8 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Our PATCH bodies (finishing a tool call) are not partial updates: keep their required fields.
+    "COMPONENT_SPLIT_PATCH": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -251,6 +280,8 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.refuse_unknown_request_properties",
+        "config.api.schema_constraints.document_empty_query_values",
+        "config.api.schema_constraints.document_serializer_rules",
     ],
     "ENUM_NAME_OVERRIDES": {
         "SessionStatusEnum": "sessions_app.models.AgentSession.Status",
@@ -267,14 +298,39 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"contention_refusals": {"()": "config.log_filters.ContentionRefusals"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {
+        "contention_refusals": {"()": "config.log_filters.ContentionRefusals"},
+        "credentials_masked": {"()": "config.log_filters.CredentialsMasked"},
+        "client_errors_without_traceback": {"()": "config.log_filters.ClientErrorsWithoutTraceback"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["credentials_masked", "client_errors_without_traceback"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
-    "loggers": {"django.request": {"filters": ["contention_refusals"]}},
+    "loggers": {
+        "django.request": {"filters": ["contention_refusals"]},
+        # Django's own console handler (DEBUG only) printed every django.* line a second time.
+        "django": {"handlers": [], "level": env_str("LOG_LEVEL", "INFO").upper(), "propagate": True},
+        # axes says "AXES: BEGIN ..." at every process start and logs each login at INFO; its
+        # warnings (failed logins, lockouts) are what an operator wants on the console.
+        "axes": {"level": "WARNING"},
+    },
 }
 
 # --- Workspaces -----------------------------------------------------------------------------
 FILE_UPLOAD_MAX_BYTES = env_int("FILE_UPLOAD_MAX_BYTES", 5 * 1024**3, minimum=1)
+# An upload's temporary ``.<name>.<hex>.part`` file not written to for this long belongs to an
+# upload that died (a web process killed mid-body): the reconcile and each web start remove it.
+UPLOAD_TIMEOUT_SECONDS = env_int("UPLOAD_TIMEOUT_SECONDS", 3600, minimum=60)
+# Optional host (e.g. files.example.com) that serves people's file downloads by signed link,
+# so no agent-written file is ever opened on Switchyard's own origin (workspaces/download_host.py).
+DOWNLOAD_HOST = env_str("DOWNLOAD_HOST", "").strip()
+if DOWNLOAD_HOST and "*" not in ALLOWED_HOSTS:
+    ALLOWED_HOSTS = [*ALLOWED_HOSTS, re.sub(r":\d+$", "", DOWNLOAD_HOST)]  # host names match without the port
 SHARED_WORKSPACE_NAME = "default"
 # A worktree claim is a lease: renewed by the holder's heartbeat, lost after this long without one.
 WORKTREE_LEASE_TTL_SECONDS = env_int("WORKTREE_LEASE_TTL_SECONDS", 900, minimum=1)
@@ -305,3 +361,6 @@ STORAGES["archives"] = {
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
 WEBHOOK_RETRY_BASE_SECONDS = env_int("WEBHOOK_RETRY_BASE_SECONDS", 10, minimum=1)
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# The whole delivery (connect, send, the answer's headers and excerpt) ends after this long, however
+# slowly a receiver drips its answer: WEBHOOK_TIMEOUT_SECONDS bounds each read, not their sum.
+WEBHOOK_DEADLINE_SECONDS = env_int("WEBHOOK_DEADLINE_SECONDS", 10, minimum=1)

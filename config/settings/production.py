@@ -22,3 +22,5 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Refuse to start while a demo account (setup_demo: admin/admin, owner/owner) keeps its password.
+REFUSE_DEMO_PASSWORDS = True

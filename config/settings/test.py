@@ -2,6 +2,8 @@
 
 import os
 
+from config.env import env_path, env_paths, env_str
+
 from .base import *  # noqa: F403
 
 DEBUG = False
@@ -11,9 +13,17 @@ STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.Static
 # Two suites running side by side (two checkouts, or a developer and CI) need their own
 # test databases: TEST_DB_SUFFIX tells them apart.
 _suffix = os.environ.get("TEST_DB_SUFFIX", "")
+# Everything a test run writes lives under var/test<suffix>/, never where `make run` keeps its
+# state (var/ itself): a suite started beside a running dev server shares none of its database,
+# broker folders or file roots. tests/config/test_test_settings.py holds this.
+TEST_VAR_DIR = VAR_DIR / f"test{_suffix}"  # noqa: F405
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    if not env_str("DATABASE_URL"):
+        # Not even opened by the tests (they use TEST's), but nothing here should name the dev file.
+        DATABASES["default"]["NAME"] = TEST_VAR_DIR / "switchyard.sqlite3"  # noqa: F405
+    TEST_VAR_DIR.mkdir(parents=True, exist_ok=True)
     # Threads in concurrency tests need their own connections to one database: a file, not :memory:.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test{_suffix}.sqlite3")}  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": str(TEST_VAR_DIR / "test.sqlite3")}  # noqa: F405
 else:
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}{_suffix}"}  # noqa: F405
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
@@ -26,9 +36,9 @@ if isinstance(_pool, dict):
 API_KEY_CACHE_SECONDS = 0
 
 # The embedded broker's folders are per suite too, so a worker started by one suite never
-# takes another suite's messages.
+# takes another suite's (or the dev server's) messages.
 if not REDIS_URL:  # noqa: F405
-    _broker = VAR_DIR / f"broker{_suffix}"  # noqa: F405
+    _broker = TEST_VAR_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker / "queue"),
         # Fanout (worker control) messages; kombu would otherwise write ./control/ in the cwd.
@@ -38,6 +48,23 @@ if not REDIS_URL:  # noqa: F405
         "store_processed": False,
     }
     CELERY_RESULT_BACKEND = f"file://{_broker / 'results'}"
+else:
+    # On a Redis shared with a dev server the suite's tasks go to a queue of its own, which only
+    # the suite's workers consume.
+    CELERY_TASK_DEFAULT_QUEUE = f"switchyard-test{_suffix}"
+
+# File roots (each test also gets fresh ones in tests/conftest.py; these are what a process
+# started without them would use). A variable set in the environment still wins, as in base.
+WORKSPACE_ROOT = env_path("WORKSPACE_ROOT", TEST_VAR_DIR / "workspaces")
+SAVED_REPORTS_ROOT = env_path("SAVED_REPORTS_ROOT", TEST_VAR_DIR / "saved_reports")
+STATE_DIR = env_path("STATE_DIR", TEST_VAR_DIR / "compound-state")
+LOGS_ROOT = env_path("LOGS_ROOT", TEST_VAR_DIR / "logs")
+REPORTS_DIR = env_path("REPORTS_DIR", TEST_VAR_DIR / "reports")
+TASK_DEFS_DIR = env_path("TASK_DEFS_DIR", TEST_VAR_DIR / "tasks")
+ARCHIVE_ROOT = env_path("ARCHIVE_ROOT", TEST_VAR_DIR / "archives")
+EXPORT_ROOTS = env_paths("EXPORT_ROOTS", [TEST_VAR_DIR / "exports"])
+STATIC_ROOT = TEST_VAR_DIR / "static"
+STORAGES["archives"] = {**STORAGES["archives"], "OPTIONS": {"location": str(ARCHIVE_ROOT)}}  # noqa: F405
 # Serve static files from the apps' folders, no collectstatic needed.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True

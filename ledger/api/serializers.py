@@ -38,6 +38,15 @@ class ToolCallInput(StrictSerializer):
     started_at = AwareDateTimeField(required=False)
     finished_at = AwareDateTimeField(required=False)
 
+    # validate() below, for the schema (config/api/schema_constraints.py): a finish time needs a
+    # status other than running (the default).
+    openapi_rules = {
+        "anyOf": [
+            {"not": {"required": ["finished_at"]}},
+            {"required": ["status"], "properties": {"status": {"not": {"enum": ["running"]}}}},
+        ]
+    }
+
     def validate(self, attrs):
         if attrs.get("status", "running") == "running" and attrs.get("finished_at"):
             raise serializers.ValidationError({"finished_at": ["A running call has no finish time."]})

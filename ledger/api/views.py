@@ -5,7 +5,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.errors import DomainError
-from config.api.schema import one_or_batch
+from config.api.schema import one_or_batch, one_or_batch_output
 from config.api.views import actor_from_request, incoming_items, validate_input, write_response
 from ledger import selectors, services
 from ledger.api.serializers import ToolCallFinishInput, ToolCallInput, ToolCallOutput
@@ -38,7 +38,11 @@ class SessionToolCallsView(ListAPIView):
 
     @extend_schema(
         request=one_or_batch(ToolCallInput, "ToolCallWrite"),
-        responses={201: ToolCallOutput, 200: ToolCallOutput, 207: BatchOutput},
+        responses={
+            201: one_or_batch_output(ToolCallOutput, BatchOutput, "ToolCallWritten"),
+            200: one_or_batch_output(ToolCallOutput, BatchOutput, "ToolCallWritten"),
+            207: BatchOutput,
+        },
         summary="Record one tool call or a batch",
         description=BATCH_DOC,
     )

@@ -7,12 +7,14 @@ serializers they shortcut.
 """
 
 import json
+from datetime import UTC
 
 from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from config.api.fields import datetime_output
+from ledger.redaction import redact_json
 from sessions_app.models import StreamEvent
 
 _TYPES = frozenset(StreamEvent.Type.values)
@@ -36,13 +38,16 @@ def stream_event_fast_validate(item: dict) -> dict | None:
     payload = item.get("payload", {})
     if not isinstance(payload, dict):
         return None
-    if (
-        payload
-        and len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
-        > settings.EVENT_PAYLOAD_MAX_BYTES
-    ):
-        return None
-    data["payload"] = payload
+    if payload:
+        try:
+            # allow_nan=False: a number out of the float range (config.api.parsers) is left to the
+            # serializer, which refuses it naming the field; the size check serialises anyway.
+            size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8"))
+        except ValueError:
+            return None
+        if size > settings.EVENT_PAYLOAD_MAX_BYTES:
+            return None
+    data["payload"] = redact_json(payload)  # secrets never reach the database (ledger/redaction.py)
     if "timestamp" in item:
         raw = item["timestamp"]
         if not isinstance(raw, str):
@@ -53,7 +58,12 @@ def stream_event_fast_validate(item: dict) -> dict | None:
             return None
         if parsed is None or timezone.is_naive(parsed):
             return None
-        data["timestamp"] = parsed
+        try:
+            # In UTC, as the serializer (DRF's enforce_timezone) gives it: PostgreSQL refuses an
+            # offset past ±15:59 (Python takes up to ±23:59), and near year 1 or 9999 this overflows.
+            data["timestamp"] = parsed.astimezone(UTC)
+        except OverflowError:
+            return None
     return data
 
 

@@ -22,9 +22,15 @@ class LogChunkOutput(serializers.Serializer):
 class SessionLogView(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("offset", int, description="Byte offset to read from (default 0)."),
             OpenApiParameter(
-                "limit", int, description=f"At most this many bytes (1-{MAX_CHUNK}, default {DEFAULT_CHUNK})."
+                "offset",
+                {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+                description="Byte offset to read from (default 0).",
+            ),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": MAX_CHUNK},
+                description=f"At most this many bytes (1-{MAX_CHUNK}, default {DEFAULT_CHUNK}).",
             ),
         ],
         responses=LogChunkOutput,

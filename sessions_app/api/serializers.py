@@ -1,10 +1,14 @@
 import json
 
 from django.conf import settings
+from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import AwareDateTimeField, ClientIdField, StrictSerializer
+from config.api.fields import HTTP_URL_OR_EMPTY, AwareDateTimeField, ClientIdField, StrictSerializer
+from config.api.redacted_fields import RedactedCharField, RedactedDictField, RedactedJSONField
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
+from sessions_app.services import SESSION_ID_RE
 from workspaces.api.serializers import WorkspaceOutput
 
 
@@ -16,6 +20,8 @@ class AgentOutput(serializers.ModelSerializer):
 
 
 class SessionOutput(serializers.ModelSerializer):
+    # As stored: an http(s) link (SessionCreateInput), not every string the "uri" format would promise.
+    pr_url = serializers.CharField(read_only=True)
     agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     parent = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     task = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
@@ -76,18 +82,37 @@ class TransitionOutput(serializers.Serializer):
 
 # --- input ------------------------------------------------------------------------------
 class SessionCreateInput(StrictSerializer):
+    # sessions_app.services.SESSION_ID_RE as a validator (exactly as sent; \Z, not $, which also takes a
+    # trailing newline), so the schema states it.
     id = serializers.CharField(
-        max_length=128, required=False, help_text="Client-chosen session id; generated if absent."
+        max_length=128,
+        required=False,
+        trim_whitespace=False,
+        validators=[
+            RegexValidator(
+                SESSION_ID_RE.pattern.removesuffix("$") + r"\Z",
+                "Session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'.",
+            )
+        ],
+        help_text="Client-chosen session id; generated if absent.",
     )
     agent = serializers.SlugField(required=False, help_text="Staff only: the agent to open it for.")
-    intent = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
+    intent = RedactedCharField(required=False, allow_blank=True, max_length=10_000, default="")
     labels = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, max_length=100, default=list
+        child=RedactedCharField(max_length=100), required=False, max_length=100, default=list
     )
-    metadata = serializers.DictField(required=False, default=dict)
-    repo = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+    metadata = RedactedDictField(required=False, default=dict)
+    repo = RedactedCharField(required=False, allow_blank=True, max_length=500, default="")
     branch = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
-    pr_url = serializers.URLField(required=False, allow_blank=True, max_length=500, default="")
+    pr_url = RedactedCharField(
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        default="",
+        trim_whitespace=False,
+        validators=[HTTP_URL_OR_EMPTY],
+        help_text="An http(s) link to the pull request.",
+    )
     parent = serializers.CharField(required=False, max_length=128, help_text="Parent session id (orchestrator).")
     task = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
     status = serializers.ChoiceField(choices=["planning", "running"], required=False, default="planning")
@@ -101,11 +126,12 @@ class SessionCreateInput(StrictSerializer):
 
 class TransitionInput(StrictSerializer):
     status = serializers.ChoiceField(choices=AgentSession.Status.choices)
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+    reason = RedactedCharField(required=False, allow_blank=True, max_length=2000, default="")
 
 
-class _SizeCappedJSONObject(serializers.JSONField):
-    """A JSON object whose serialised size is capped by a setting (413 beyond it)."""
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class _SizeCappedJSONObject(RedactedJSONField):
+    """A JSON object whose serialised size is capped by a setting (413 beyond it), redacted."""
 
     def __init__(self, *, limit_setting: str, **kwargs):
         self.limit_setting = limit_setting
@@ -130,9 +156,9 @@ class StreamEventInput(StrictSerializer):
 
 class CheckpointInput(StrictSerializer):
     id = ClientIdField()
-    state = serializers.JSONField(help_text="Any JSON, up to CHECKPOINT_MAX_BYTES when serialised.")
+    state = RedactedJSONField(help_text="Any JSON, up to CHECKPOINT_MAX_BYTES when serialised.")
 
 
 class MilestoneInput(StrictSerializer):
     id = ClientIdField()
-    text = serializers.CharField(max_length=10_000)
+    text = RedactedCharField(max_length=10_000)

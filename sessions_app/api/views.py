@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from board.api.serializers import TaskOutput
 from config.api.errors import DomainError
-from config.api.schema import one_or_batch
+from config.api.schema import one_or_batch, one_or_batch_output
 from config.api.views import actor_from_request, incoming_items, validate_input, write_response
 from config.idempotency import IncomingItem, canonical_sha256
 from ledger.api.serializers import ToolCallOutput
@@ -35,6 +35,7 @@ class BatchResultOutput(serializers.Serializer):
 
 
 class BatchOutput(serializers.Serializer):
+    message = serializers.CharField(required=False, help_text="Only when no item was stored (an error status).")
     results = BatchResultOutput(many=True)
     stored = serializers.IntegerField()
     failed = serializers.IntegerField()
@@ -171,8 +172,16 @@ class SessionResumeView(APIView):
 class SessionEventsView(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("after_seq", int, description="Return events with seq greater than this (default 0)."),
-            OpenApiParameter("limit", int, description="At most this many (1-1000, default 100)."),
+            OpenApiParameter(
+                "after_seq",
+                {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+                description="Return events with seq greater than this (default 0).",
+            ),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": 1000},
+                description="At most this many (1-1000, default 100).",
+            ),
         ],
         responses=s.EventPageOutput,
         summary="Read events in order, from a cursor",
@@ -189,7 +198,11 @@ class SessionEventsView(APIView):
 
     @extend_schema(
         request=one_or_batch(s.StreamEventInput, "StreamEventWrite"),
-        responses={201: s.StreamEventOutput, 200: s.StreamEventOutput, 207: BatchOutput},
+        responses={
+            201: one_or_batch_output(s.StreamEventOutput, BatchOutput, "StreamEventWritten"),
+            200: one_or_batch_output(s.StreamEventOutput, BatchOutput, "StreamEventWritten"),
+            207: BatchOutput,
+        },
         summary="Append one event or a batch",
         description=BATCH_DOC,
     )
@@ -292,10 +305,10 @@ def int_param(request, name: str, *, default: int, minimum: int, maximum: int = 
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise DomainError(f"{name} must be an integer; got {raw[:40]!r}.") from None
+    # ASCII digits only, as the schema's integer says: int() also takes " 5", "+5" and "٣".
+    if not (raw.isascii() and raw.removeprefix("-").isdigit() and len(raw) <= 20):
+        raise DomainError(f"{name} must be an integer; got {raw[:40]!r}.")
+    value = int(raw)
     if not minimum <= value <= maximum:
         raise DomainError(f"{name} must be between {minimum} and {maximum}.")
     return value

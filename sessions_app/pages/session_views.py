@@ -1,11 +1,10 @@
 """Session pages for engineers: the list with search, the live detail page, its log tail,
 artifact downloads and the reply box of a session waiting for input."""
 
-import mimetypes
-from urllib.parse import quote
+import os
 
 from django.contrib import messages
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -16,7 +15,8 @@ from sessions_app import logs, page_selectors
 from sessions_app.actors import Actor
 from sessions_app.input_requests import session_answer_input, session_question
 from sessions_app.models import AgentSession
-from workspaces.files import fd_range_content
+from workspaces.download_host import download_host_enabled, download_redirect
+from workspaces.download_response import file_response
 from workspaces.services import artifact_open
 
 
@@ -104,14 +104,10 @@ def artifact_download(request, session_id: str, path: str):
     if session.workspace is None:
         raise Http404("This session has no workspace.")
     fd, size, logical = _or_404(artifact_open, workspace=session.workspace, path=path)
-    response = StreamingHttpResponse(
-        fd_range_content(request, fd, 0, size),
-        content_type=mimetypes.guess_type(logical)[0] or "application/octet-stream",
-    )
-    response["Content-Length"] = str(size)
-    response["Content-Disposition"] = f"attachment; filename*=UTF-8''{_quote(logical.rsplit('/', 1)[-1])}"
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    if download_host_enabled():
+        os.close(fd)
+        return download_redirect(request, workspace=session.workspace, path=logical)
+    return file_response(request, fd=fd, size=size, name=logical, range_header=request.headers.get("Range"))
 
 
 def _session(*, session_id: str) -> AgentSession:
@@ -133,7 +129,3 @@ def _or_404(func, **kwargs):
         if error.code in ("not_found", "invalid"):
             raise Http404(error.message) from None
         raise
-
-
-def _quote(name: str) -> str:
-    return quote(name, safe="")

@@ -115,15 +115,34 @@ def test_nul_and_lone_surrogates_in_a_text_field_are_400_and_nothing_is_written(
     assert board_state() == before
 
 
+EXPECTED_FIELDS = {
+    "create task": "title, description, status, priority, labels, campaign, suggested_agent, external_id",
+    "claim next": "session, campaign",
+    "claim": "session",
+    "release": None,
+    "complete": "review",
+    "fail": "error, retry",
+    "create campaign": "type, name, priority, deliverables, target_audience, goal, starts_on, ends_on, leads",
+}
+
+
 @pytest.mark.parametrize("endpoint", ENDPOINTS, indirect=True)
-def test_an_unknown_field_is_400_naming_it_and_nothing_is_written(endpoint):
+def test_an_unknown_field_is_400_naming_it_and_the_expected_fields_and_nothing_is_written(request, endpoint):
     client, url, body, _ = endpoint
     before = board_state()
 
     response = post_json(client, url, {**body, "colour": "red"})
 
-    body = assert_json_error(response, 400)
-    assert body == {"message": "Invalid input: colour: Unknown field.", "errors": {"colour": ["Unknown field."]}}
+    expected = EXPECTED_FIELDS[request.node.callspec.params["endpoint"]]
+    error = (
+        f'Unknown field "colour"; expected: {expected}.'
+        if expected
+        else 'Unknown field "colour"; this request takes no fields.'
+    )
+    assert assert_json_error(response, 400) == {
+        "message": f"Invalid input: colour: {error}",
+        "errors": {"colour": [error]},
+    }
     assert board_state() == before
 
 

@@ -21,7 +21,8 @@ from tests.board.test_sync_service import ORCHESTRATOR, SESSION, snapshot, write
 from tests.factories import TaskFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ORIGIN = (b"origin", b"http://localhost")  # ALLOWED_HOSTS as config.asgi read it at import
+ORIGIN = (b"origin", b"http://localhost")  # the origin of the Host below: config/ws_origin.py
+HOST = (b"host", b"localhost")
 STAFF = Actor(user=UserFactory.build(username="staff", is_staff=True))
 
 
@@ -32,7 +33,7 @@ def _cookie_for(user) -> tuple[bytes, bytes]:
 
 
 def _communicator(*headers) -> WebsocketCommunicator:
-    return WebsocketCommunicator(application, "/ws/board/", headers=list(headers))
+    return WebsocketCommunicator(application, "/ws/board/", headers=[HOST, *headers])
 
 
 async def _connected(user) -> WebsocketCommunicator:

@@ -154,8 +154,42 @@ def test_the_panel_shows_markdown_sanitised_history_session_and_tool_calls(po_cl
     assert "<h1>Plan</h1>" in html and "<strong>bold</strong>" in html
     assert "<script>" not in html and "javascript:" not in html
     assert "task.moved" in html and "user:po" in html
-    assert 'href="/sessions/sess-panel/"' in html
+    # a product owner may not open the session page: its id, not a link that answers 403
+    assert 'href="/sessions/' not in html
+    assert '<span class="mono">sess-panel</span>' in html
     assert "Bash" in html and "ls -la" in html
+
+
+def test_an_engineer_gets_the_panels_link_to_the_session_page(client, db):
+    # given an engineer and a task a session works on
+    from config.pages import ENGINEERS
+    from tests.page_users import user_in
+
+    client.force_login(user_in(ENGINEERS, username="eng"))
+    task = TaskFactory(title="Linked", session=SessionFactory(id="sess-linked"))
+
+    # when the panel opens
+    html = client.get(f"/tasks/{task.pk}/", HTTP_HX_REQUEST="true").content.decode()
+
+    # then the session id links to its page, which this person may open
+    assert '<a href="/sessions/sess-linked/">sess-linked</a>' in html
+    assert client.get("/sessions/sess-linked/").status_code == 200
+
+
+def test_the_panel_says_how_long_ago_in_words(po_client):
+    # given a task made this minute and one made five minutes ago
+    fresh = TaskFactory(title="Fresh")
+    older = TaskFactory(title="Older")
+    Task.objects.filter(pk=older.pk).update(created_at=timezone.now() - timezone.timedelta(minutes=5, seconds=3))
+
+    # when their panels open
+    fresh_html = po_client.get(f"/tasks/{fresh.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    older_html = po_client.get(f"/tasks/{older.pk}/", HTTP_HX_REQUEST="true").content.decode()
+
+    # then "just now" and "5m ago", never "now ago"
+    assert "</time> (just now)</dd>" in fresh_html
+    assert "now ago" not in fresh_html
+    assert "</time> (5m ago)</dd>" in older_html
 
 
 def test_the_panel_without_htmx_is_a_whole_page_and_a_missing_task_is_404(po_client):

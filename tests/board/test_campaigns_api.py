@@ -191,7 +191,10 @@ def test_leads_are_created_with_their_defaults(orchestrator_client):
             [{"name": "Ada", "score": 1_000_001}],
             "Invalid input: leads: 1: score: Ensure this value is less than or equal to 1000000.",
         ),
-        ([{"name": "Ada", "phone": "555"}], "Invalid input: leads: 1: phone: Unknown field."),
+        (
+            [{"name": "Ada", "phone": "555"}],
+            'Invalid input: leads: 1: phone: Unknown field "phone"; expected: name, company, email, status, score.',
+        ),
         ([{"name": 7}], "Invalid input: leads: 1: name: Must be a string."),
         (["Ada"], "Invalid input: leads: 1: Invalid data. Expected a dictionary, but got str."),
         ({"name": "Ada"}, 'Invalid input: leads: Expected a list of items but got type "dict".'),

@@ -14,12 +14,12 @@ from mcp.client.stdio import StdioServerParameters
 
 
 class McpConversation:
-    def __init__(self, *, url: str, key: str, cwd: Path, timeout: float = 60):
+    def __init__(self, *, url: str, key: str, cwd: Path, timeout: float = 60, env: dict | None = None):
         self.params = StdioServerParameters(
             # The installed console script, as an agent's MCP configuration would run it.
             command=str(Path(sys.executable).parent / "switchyard"),
             args=["mcp"],
-            env={"SWITCHYARD_URL": url, "SWITCHYARD_KEY": key},
+            env={"SWITCHYARD_URL": url, "SWITCHYARD_KEY": key, **(env or {})},
             cwd=str(cwd),
         )
         self.timeout = timeout

@@ -49,6 +49,40 @@ def test_product_owner_is_refused_engineering_pages_with_a_403_page(client, url)
 
 
 @pytest.mark.django_db
+def test_the_403_page_names_the_group_needed_and_the_ones_the_person_is_in(client):
+    # given a product owner
+    client.force_login(_user_in(PRODUCT_OWNERS))
+
+    # when they open an engineers' page
+    response = client.get("/sessions/")
+
+    # then the page says which group it wants and which they are in, and leads back to the board
+    html = response.content.decode()
+    assert response.status_code == 403
+    assert (
+        "<p>This page is for engineers; you are in product owners. "
+        "Ask an engineer to add you to the engineers group if you need it.</p>"
+    ) in html
+    assert "add you to the <em>product owners</em>" not in html  # the old advice: join the group they are in
+    assert '<a href="/">Go to the board</a>' in html
+
+
+@pytest.mark.django_db
+def test_the_403_page_for_someone_in_no_group(client):
+    client.force_login(_user_in())
+
+    response = client.get("/")
+
+    html = response.content.decode()
+    assert response.status_code == 403
+    assert (
+        "<p>This page is for engineers and product owners; you are in no group. "
+        "Ask an engineer to add you to the product owners or engineers group if you need it.</p>"
+    ) in html
+    assert "Go to the" not in html
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("url", BOARD_PAGES + ENGINEERING_PAGES)
 def test_engineer_sees_everything(client, url):
     client.force_login(_user_in(ENGINEERS))

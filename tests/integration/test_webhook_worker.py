@@ -23,7 +23,7 @@ from tests.worker import WorkerProcess, wait_for
 pytestmark = pytest.mark.worker
 
 SECRET = "integration-secret"
-TIMEOUT_SECONDS = 2  # the worker's WEBHOOK_TIMEOUT_SECONDS: its claim on a delivery lasts 3 * 2 + 10 s
+TIMEOUT_SECONDS = 2  # the worker's WEBHOOK_TIMEOUT_SECONDS and _DEADLINE_SECONDS: its claim lasts 2 + 10 s
 
 
 @pytest.fixture
@@ -65,8 +65,9 @@ def test_a_worker_killed_mid_delivery_leaves_one_success_after_a_new_worker_take
     transactional_db, tmp_path, receiver, settings
 ):
     # given a receiver that holds its first answer, and a worker sending to it
-    settings.WEBHOOK_TIMEOUT_SECONDS = TIMEOUT_SECONDS  # the same as the worker's, for the claim length
-    env = {"WEBHOOK_TIMEOUT_SECONDS": str(TIMEOUT_SECONDS)}
+    # the same as the worker's, for the claim length
+    settings.WEBHOOK_TIMEOUT_SECONDS = settings.WEBHOOK_DEADLINE_SECONDS = TIMEOUT_SECONDS
+    env = {"WEBHOOK_TIMEOUT_SECONDS": str(TIMEOUT_SECONDS), "WEBHOOK_DEADLINE_SECONDS": str(TIMEOUT_SECONDS)}
     receiver.answers = [Answer(200, hold=threading.Event()), Answer(200)]
     webhook_subscribe(url=receiver.url, secret=SECRET)
     first = WorkerProcess(tmp_path / "first.log", extra_env=env).start()

@@ -96,3 +96,16 @@ def test_another_agent_cannot_read_my_checkpoints_or_milestones(other_client, se
 
     assert (checkpoints.status_code, milestones.status_code) == (403, 403)
     assert "plan" not in checkpoints.content.decode() and "private" not in milestones.content.decode()
+
+
+def test_a_milestone_sent_with_title_is_400_naming_the_fields_it_takes(agent_client, session):
+    # given a client that guessed the milestone's field ("title"; it is "text")
+    response = agent_client.post(f"/api/v1/sessions/{session.pk}/milestones/", {"title": "Tests pass"}, format="json")
+
+    # then the error says which fields would have been taken, the required one first
+    assert response.status_code == 400
+    assert response.json() == {
+        "message": 'Invalid input: title: Unknown field "title"; expected: text, id.',
+        "errors": {"title": ['Unknown field "title"; expected: text, id.']},
+    }
+    assert Milestone.objects.count() == 0

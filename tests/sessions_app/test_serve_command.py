@@ -79,3 +79,161 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+# --- A crash cannot split serve from its children; one serve per var/ ---------------------------
+
+
+@pytest.fixture(scope="module")
+def migrated_env(tmp_path_factory):
+    """The embedded default (SQLite, filesystem broker) in a var/ of its own, migrated once."""
+    var = tmp_path_factory.mktemp("serve") / "var"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL") and not k.startswith("PYTEST")}
+    env.update(DJANGO_SETTINGS_MODULE="config.settings.local", SWITCHYARD_VAR_DIR=str(var), DEBUG="0")
+    env.pop("LOG_LEVEL", None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=180)
+    return env
+
+
+def start_serve(env, log_path: Path, *args: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    log = open(log_path, "wb")  # noqa: SIM115 - the process holds it; closed with the test's tmp_path
+    serve = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port), *args],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    return serve, port
+
+
+def descendants(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        for child in children_of(todo.pop()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def stop(serve: subprocess.Popen) -> None:
+    if serve.poll() is None:
+        serve.send_signal(signal.SIGTERM)
+        try:
+            serve.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+
+
+def test_kill_9_of_serve_takes_every_child_and_grandchild_with_it(migrated_env, tmp_path):
+    # given serve running web, worker (with its pool process), beat and observer
+    serve, port = start_serve(migrated_env, tmp_path / "serve.log")
+    family: set[int] = set()
+    try:
+        wait_for(lambda: _get(f"http://127.0.0.1:{port}/healthz"), timeout=90, message="the web child")
+        family = wait_for(
+            lambda: len(descendants(serve.pid)) >= 5 and descendants(serve.pid), timeout=60, message="all children"
+        )
+
+        # when serve is killed with SIGKILL (no handler runs)
+        os.kill(serve.pid, signal.SIGKILL)
+        serve.wait(timeout=10)
+
+        # then every process it started goes too
+        wait_for(lambda: not any(_alive(pid) for pid in family), timeout=60, interval=0.2, message="the orphans to die")
+        assert [pid for pid in family if _alive(pid)] == []
+    finally:
+        for pid in family:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_second_serve_over_the_same_var_refuses_and_names_the_first(migrated_env, tmp_path):
+    # given a serve running (the web child alone is enough)
+    first, port = start_serve(migrated_env, tmp_path / "first.log", "--only", "web")
+    try:
+        wait_for(lambda: _get(f"http://127.0.0.1:{port}/healthz"), timeout=90, message="the first serve")
+        first_children = descendants(first.pid)
+
+        # when a second one starts over the same var/
+        second = subprocess.run(
+            [sys.executable, "manage.py", "serve", "--port", str(free_port()), "--only", "web"],
+            cwd=ROOT,
+            env=migrated_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+        # then it refuses, naming the running one, and started nothing
+        assert second.returncode == 1
+        assert (
+            f"another `manage.py serve` is already running over {migrated_env['SWITCHYARD_VAR_DIR']} "
+            f"(pid {first.pid}, web on http://127.0.0.1:{port}/)"
+        ) in second.stderr
+        assert "[serve] started" not in second.stdout
+        # and the first one is untouched
+        assert first.poll() is None
+        assert descendants(first.pid) == first_children
+        assert _get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+    finally:
+        stop(first)
+
+    # once the first has stopped, a serve over that var/ starts again
+    again, again_port = start_serve(migrated_env, tmp_path / "again.log", "--only", "web")
+    try:
+        wait_for(lambda: _get(f"http://127.0.0.1:{again_port}/healthz"), timeout=90, message="the next serve")
+    finally:
+        stop(again)
+
+
+def test_start_up_ends_with_the_urls_and_the_demo_key(migrated_env, tmp_path):
+    # given what `make run` does: setup_demo leaves the welcome in a private file for serve
+    welcome = tmp_path / "welcome"
+    port = free_port()
+    subprocess.run(
+        [sys.executable, "manage.py", "setup_demo", "--port", str(port), "--welcome-file", str(welcome)],
+        cwd=ROOT,
+        env=migrated_env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert welcome.stat().st_mode & 0o777 == 0o600
+    welcome_text = welcome.read_text()
+    key = welcome_text.splitlines()[-1]
+
+    # when serve starts everything, and a person then makes a refused and a missing request
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as log:
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(port), "--welcome-file", str(welcome)],
+            cwd=ROOT,
+            env=migrated_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for(lambda: key in log_path.read_text(), timeout=120, message="the welcome")
+            refused = httpx.get(f"http://127.0.0.1:{port}/api/v1/agents/me/", timeout=10)
+            missing = httpx.get(f"http://127.0.0.1:{port}/nowhere", timeout=10)
+            wait_for(lambda: "Not Found: /nowhere" in log_path.read_text(), message="the 404 line")
+        finally:
+            stop(serve)
+    assert (refused.status_code, missing.status_code) == (401, 404)
+
+    # then start-up ends with the URLs and the key, and the private file is gone
+    output = log_path.read_text()
+    block = "[serve] running — Ctrl-C stops everything\n" + welcome_text
+    assert block in output
+    assert not welcome.exists()
+    # and after it came only one line per request (no traceback) until serve was stopped
+    after = output.split(block, 1)[1].split("[serve] stopping", 1)[0]
+    assert [line.split(" ", 2)[-1] for line in after.splitlines()] == [
+        "WARNING django.request Unauthorized: /api/v1/agents/me/",
+        "WARNING django.request Not Found: /nowhere",
+    ]
+    assert "Traceback" not in output
+    assert "celery@" not in output  # the worker's banner

@@ -37,12 +37,14 @@ def test_export_copies_the_file_and_records_it(agent_client, artifact, file_root
 
 def test_export_never_overwrites_unless_asked(agent_client, artifact, file_roots):
     destination = file_roots["EXPORT_ROOT"] / "findings.md"
-    destination.write_bytes(b"keep me")
+    assert export(agent_client, artifact, str(destination)).status_code == 201
+    destination.write_bytes(b"keep me")  # the agent's own export, changed since
 
     refused = export(agent_client, artifact, str(destination))
     assert refused.status_code == 409
     assert destination.read_bytes() == b"keep me"
 
+    # overwrite replaces a file this agent exported (see test_export_overwrite.py for others')
     allowed = export(agent_client, artifact, str(destination), overwrite=True)
     assert allowed.status_code == 201
     assert destination.read_bytes() == b"# Findings"

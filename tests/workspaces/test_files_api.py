@@ -123,7 +123,7 @@ def test_an_upload_links_the_tool_call_that_wrote_it(agent_client, opened):
 
     assert by_id.json()["artifact"]["tool_call"] == call.pk
     assert by_client_id.json()["artifact"]["tool_call"] == call.pk
-    assert wrong.status_code == 400
+    assert wrong.status_code == 404  # the tool call named is not there (the id itself is well formed)
     assert not Artifact.objects.filter(path="work_products/c.md").exists()
 
 

@@ -35,7 +35,8 @@ def test_list_repositories_with_their_active_worktree_count(
     git(other, "init", "-q", "-b", "main")
     repository_register(path=str(other))
 
-    with django_assert_num_queries(4):  # key lookup, key last-used, count, page
+    # The agent's first request counts as its heartbeat (sessions_app/liveness.py): its time, its leases.
+    with django_assert_num_queries(6):  # key lookup, key last-used, heartbeat, lease renewal, count, page
         response = agent_client.get("/api/v1/repositories/")
 
     assert response.status_code == 200

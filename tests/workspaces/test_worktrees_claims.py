@@ -250,9 +250,11 @@ def test_an_expired_lease_with_no_queue_goes_to_the_next_claimant(agent_client, 
         ("worktree.released", "lease expired"),
         ("worktree.claimed", "codex-2"),
     ]
-    # and the old holder's late release is refused as another agent's worktree
+    # and the old holder's late release is refused: its lease was lost (409 lease_lost), nothing changes
     late = agent_client.post(_url(worktree, "release"), {}, format="json")
-    assert late.status_code == 403
+    assert (late.status_code, late.data["code"], late.data["reason"]) == (409, "lease_lost", "lease expired")
+    worktree.refresh_from_db()
+    assert worktree.holder.slug == "codex-2"
 
 
 def test_staff_do_not_claim(staff_client, worktree):

@@ -59,6 +59,9 @@ def test_uncommitted_changes_refuse_removal_and_nothing_changes(agent_client, he
     folder = code_dir / "feat-login"
     (folder / "README.md").write_text("changed\n")
     (folder / "notes.txt").write_text("draft\n")
+    # and the agent heard from just now: any request of an agent is a heartbeat that renews its
+    # leases (at most once per few seconds), which is liveness, not the refused removal
+    assert agent_client.post("/api/v1/agents/me/heartbeat/").status_code == 200
     before = _state(held)
 
     # when

@@ -1,23 +1,22 @@
 """Workspace files: stream in (PUT), stream out with Range (GET), list, export."""
 
-import mimetypes
 import os
 
 from django.conf import settings
-from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
-from werkzeug.http import parse_range_header
 
 from config.api.errors import DomainError
 from config.api.views import actor_from_request, validate_input
 from sessions_app.selectors import session_get_for_actor
 from workspaces import selectors, services
 from workspaces.api import serializers as s
-from workspaces.files import fd_range_content, read_chunks
+from workspaces.download_host import download_host_enabled, download_redirect
+from workspaces.download_response import file_response
+from workspaces.files import read_chunks
 from workspaces.models import Artifact
 
 
@@ -45,7 +44,11 @@ class SessionFileView(APIView):
     @extend_schema(
         request={"application/octet-stream": OpenApiTypes.BINARY},
         parameters=[
-            OpenApiParameter("tool_call", int, description="Id of the tool call that wrote it."),
+            OpenApiParameter(
+                "tool_call",
+                {"type": "integer", "minimum": 0, "maximum": 10**18 - 1},
+                description="Id of the tool call that wrote it.",
+            ),
             OpenApiParameter("tool_use_id", str, description="Or the tool call's client id."),
         ],
         responses={
@@ -54,9 +57,15 @@ class SessionFileView(APIView):
                 s.ArtifactWriteOutput,
                 description="The same bytes as the latest version: no new version (a tool call named is linked).",
             ),
-            413: OpenApiResponse(description="Too large."),
+            413: OpenApiResponse(description="Over FILE_UPLOAD_MAX_BYTES; nothing is stored."),
         },
         summary="Write a file into the session's workspace (a new version if it exists)",
+        description=(
+            "The body is the file's bytes, sent with a Content-Length or with Transfer-Encoding: chunked; "
+            "both are streamed to disk, hashed (sha256) and fsynced, and only then acknowledged. A body over "
+            "FILE_UPLOAD_MAX_BYTES is refused with 413, and a client that goes away mid-body leaves nothing. "
+            "The Content-Type sent is ignored: a download's type comes from the file name."
+        ),
     )
     def put(self, request, session_id: str, path: str):
         actor = actor_from_request(request)
@@ -71,12 +80,15 @@ class SessionFileView(APIView):
                 f"The file is over the limit of {settings.FILE_UPLOAD_MAX_BYTES} bytes.", code="too_large"
             )
         tool_call = _tool_call(request, session)
-        stream = request.stream
         artifact, version, created = services.artifact_write(
             actor=actor,
             workspace=selectors.session_workspace(session=session),
             path=path,
-            chunks=read_chunks(stream) if stream is not None else iter(()),
+            # Django's request, not DRF's request.stream: DRF takes a body without a
+            # Content-Length (Transfer-Encoding: chunked) for an empty one, and an upload was
+            # stored as zero bytes. The server has undone the chunking; the body is read to
+            # its end either way, under the same size limit.
+            chunks=read_chunks(request._request),
             tool_invocation=tool_call,
         )
         artifact = selectors.artifacts_in(workspace=artifact.workspace).get(pk=artifact.pk)
@@ -91,16 +103,30 @@ class SessionFileView(APIView):
         responses={
             (200, "application/octet-stream"): OpenApiTypes.BINARY,
             (206, "application/octet-stream"): OpenApiTypes.BINARY,
+            302: OpenApiResponse(
+                description="With DOWNLOAD_HOST set and a person's login session: a signed link on that host."
+            ),
             416: OpenApiResponse(description="Range not satisfiable."),
         },
         parameters=[OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=START-END")],
         summary="Read a file from the session's workspace (supports HTTP Range)",
+        description=(
+            "Every answer carries X-Content-Type-Options: nosniff and Content-Security-Policy: sandbox; "
+            "default-src 'none'. Plain text (.txt, .log), PNG, JPEG, GIF, WebP and PDF are served inline with "
+            "their type; every other file is Content-Disposition: attachment as application/octet-stream."
+        ),
     )
     def get(self, request, session_id: str, path: str):
-        session = session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
-        fd, size, logical = services.artifact_open(workspace=selectors.session_workspace(session=session), path=path)
+        actor = actor_from_request(request)
+        session = session_get_for_actor(actor=actor, session_id=session_id)
+        workspace = selectors.session_workspace(session=session)
+        fd, size, logical = services.artifact_open(workspace=workspace, path=path)
+        if actor.agent is None and download_host_enabled():
+            # A person's browser: the bytes come from the download host (workspaces/download_host.py).
+            os.close(fd)
+            return download_redirect(request, workspace=workspace, path=logical)
         # request._request: the Django request under DRF's, which says whether this is served by ASGI.
-        return _ranged_response(
+        return file_response(
             request._request, fd=fd, size=size, name=logical, range_header=request.headers.get("Range")
         )
 
@@ -117,35 +143,15 @@ def _tool_call(request, session):
     return None
 
 
-def _ranged_response(
-    request, *, fd: int, size: int, name: str, range_header: str | None
-) -> StreamingHttpResponse | HttpResponse:
-    content_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
-    start, length, status = 0, size, 200
-    if range_header:
-        parsed = parse_range_header(range_header)
-        window = parsed.range_for_length(size) if parsed is not None and len(parsed.ranges) == 1 else None
-        if window is None:
-            os.close(fd)
-            response = HttpResponse(status=416, content_type=content_type)
-            response["Content-Range"] = f"bytes */{size}"
-            return response
-        start, stop = window
-        length, status = stop - start, 206
-    response = StreamingHttpResponse(
-        fd_range_content(request, fd, start, length), status=status, content_type=content_type
-    )
-    response["Content-Length"] = str(length)
-    response["Accept-Ranges"] = "bytes"
-    if status == 206:
-        response["Content-Range"] = f"bytes {start}-{start + length - 1}/{size}"
-    return response
-
-
 class ArtifactExportView(APIView):
     @extend_schema(
         request=s.ExportInput,
-        responses={201: s.ExportOutput, 409: OpenApiResponse(description="Exists and overwrite is false.")},
+        responses={
+            201: s.ExportOutput,
+            409: OpenApiResponse(
+                description="Exists and overwrite is false; or overwrite of a file this agent did not export (staff may)."
+            ),
+        },
         summary="Copy an artifact's file out to a configured export root",
     )
     def post(self, request, artifact_id: int):

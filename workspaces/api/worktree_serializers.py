@@ -30,6 +30,22 @@ class WorktreeCreateInput(StrictSerializer):
         min_value=1, max_value=2**31 - 1, required=False, help_text="Fetch refs/pull/<n>/head from origin."
     )
 
+    # What validate() and workspaces.worktrees.worktree_create enforce across fields
+    # (config/api/schema_constraints.py merges it into the schema).
+    openapi_rules = {
+        "allOf": [
+            {"anyOf": [{"required": ["name"]}, {"required": ["pr_number"]}]},
+            {"not": {"required": ["ref", "pr_number"]}},
+            {
+                "anyOf": [
+                    {"properties": {"type": {"not": {"enum": ["review"]}}}},
+                    {"required": ["ref"]},
+                    {"required": ["pr_number"]},
+                ]
+            },
+        ]
+    }
+
     def validate(self, attrs):
         if "name" not in attrs:
             if "pr_number" not in attrs:
@@ -53,7 +69,7 @@ class WorktreeConfigSyncInput(StrictSerializer):
 class WorktreeOutput(serializers.ModelSerializer):
     repository_name = serializers.CharField(source="repository.name", read_only=True)
     path = serializers.CharField(source="real_path", read_only=True)
-    holder = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    holder = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
 
     class Meta:
         model = Worktree

@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 
 from config.api.errors import DomainError
 from config.api.fields import StrictSerializer
+from config.api.schema import lease_lost_response
 from config.api.views import actor_from_request, validate_input
 from workspaces import worktree_claims as claims
 from workspaces import worktree_selectors as selectors
@@ -103,7 +104,10 @@ class WorktreeClaimView(APIView):
 class WorktreeReleaseView(APIView):
     @extend_schema(
         request=None,
-        responses={200: s.WorktreeOutput, 409: OpenApiResponse(description="Not claimed, or the lease expired.")},
+        responses={
+            200: s.WorktreeOutput,
+            409: lease_lost_response("Not claimed, or your lease was lost (code lease_lost: claim it again)."),
+        },
         summary="Release the worktree (the next agent in its queue gets it)",
     )
     def post(self, request, worktree_id: int):

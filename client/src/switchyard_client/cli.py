@@ -81,7 +81,13 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("whoami", help="the agent behind the key")
-    sub.add_parser("heartbeat", help="tell Switchyard this agent is alive")
+    beat = sub.add_parser(
+        "heartbeat",
+        help="tell Switchyard this agent is alive (any other command counts too)",
+        description="Any request of the agent counts as a heartbeat; this one says so without doing anything "
+        "else. With --every it keeps beating until interrupted, for an agent that may be quiet for minutes.",
+    )
+    beat.add_argument("--every", type=float, metavar="SECONDS", help="beat again every SECONDS until Ctrl-C")
 
     session = sub.add_parser("session", help="open, show, move or end a session").add_subparsers(
         dest="action", required=True

@@ -11,13 +11,21 @@ from typing import Any
 from switchyard_client import types as t
 from switchyard_client.client import Client
 from switchyard_client.errors import ConfigurationError
+from switchyard_client.keepalive import Keepalive
 from switchyard_client.state import current_session, remember_session
+
+# Commands that may run for minutes (a large upload or download): a heartbeat keeps going meanwhile.
+LONG_RUNNING = {("put", None), ("get", None)}
 
 
 def dispatch(args: argparse.Namespace) -> int:
     with Client(args.url, args.key) as client:
-        handler = HANDLERS[(args.command, getattr(args, "action", None))]
-        return handler(client, args) or 0
+        command = (args.command, getattr(args, "action", None))
+        handler = HANDLERS[command]
+        if command not in LONG_RUNNING:
+            return handler(client, args) or 0
+        with Keepalive(client):
+            return handler(client, args) or 0
 
 
 def _session(args: argparse.Namespace, explicit: str | None = None) -> str:
@@ -87,7 +95,18 @@ def whoami(c: Client, a):
 
 
 def heartbeat(c: Client, a):
-    _out(a, c.agent_heartbeat(), lambda x: f"{x['slug']} alive at {x['last_heartbeat_at']}")
+    if a.every is None:
+        _out(a, c.agent_heartbeat(), lambda x: f"{x['slug']} alive at {x['last_heartbeat_at']}")
+        return
+    # Beside an agent that may be quiet for minutes: beat until interrupted.
+    import time
+
+    try:
+        while True:
+            _out(a, c.agent_heartbeat(), lambda x: f"{x['slug']} alive at {x['last_heartbeat_at']}")
+            time.sleep(max(1.0, a.every))
+    except KeyboardInterrupt:
+        return
 
 
 def session_start(c: Client, a):

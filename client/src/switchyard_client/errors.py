@@ -70,6 +70,30 @@ class Conflict(SwitchyardError):
     exit_code = 8
 
 
+class LeaseLost(Conflict):
+    """A 409 with ``code: lease_lost``: Switchyard took the claim back because it heard nothing from
+    this agent in time (the reaper, or a worktree lease that ran out). Nothing was changed; claim
+    the task or worktree again to go on."""
+
+    CODE = "lease_lost"
+
+    @classmethod
+    def from_body(cls, body: dict) -> LeaseLost:
+        when = body.get("lost_at") or "an unknown time"
+        if body.get("task") is not None:
+            what, why = f"task {body['task']}", f"no heartbeat for {body.get('ttl_seconds', '?')} s"
+            again = f"claim it again (switchyard task claim {body['task']})"
+        elif body.get("worktree") is not None:
+            what = f"worktree {body['worktree']}"
+            why = body.get("reason") or "its lease ran out without a heartbeat"
+            again = f"claim it again (switchyard worktree claim {body['worktree']})"
+        else:
+            what, why, again = "a claim", "no heartbeat in time", "claim it again"
+        if when == "an unknown time" and body.get("lease_expires_at"):
+            when = body["lease_expires_at"]
+        return cls(f"your claim on {what} was lost at {when} because {why}; {again}", status=409, body=body)
+
+
 class TooLarge(SwitchyardError):
     status = 413
     exit_code = 9
@@ -104,5 +128,7 @@ def error_for(status: int, body: Any) -> SwitchyardError:
         message = str(body.get("message") or body.get("detail") or "")
     elif isinstance(body, str):
         message = body[:300]
+    if status == 409 and isinstance(body, dict) and body.get("code") == LeaseLost.CODE:
+        return LeaseLost.from_body(body)
     cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else SwitchyardError)
     return cls(message or f"HTTP {status}", status=status, body=body)

@@ -29,6 +29,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from switchyard_client.client import Client
 from switchyard_client.errors import SwitchyardError
+from switchyard_client.keepalive import Keepalive
 from switchyard_client.state import current_session, remember_session
 
 POLL_SECONDS = 1.0
@@ -199,7 +200,10 @@ def build_server(client: Client | None = None) -> MCPServer:
 
 
 def main() -> None:
-    build_server().run("stdio")
+    client = Client()
+    # Between tool calls the agent may think for minutes: the heartbeat keeps its claims alive.
+    with Keepalive(client):
+        build_server(client).run("stdio")
 
 
 if __name__ == "__main__":

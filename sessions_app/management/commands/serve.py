@@ -2,21 +2,33 @@
 
 This is what `make run` uses for the embedded default. In production each process type
 runs on its own (see the Procfile); here one command starts them all, restarts any that
-dies, and stops them together on Ctrl-C or SIGTERM.
+dies, and stops them together on Ctrl-C or SIGTERM. Each child runs in a process group of its
+own that the supervisor signals as a whole (a worker and its pool, say), and dies with the
+supervisor even when that is killed with SIGKILL; one serve at a time runs over a var/ folder
+(sessions_app/supervision.py).
 """
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from django.conf import settings
 from django.core.management import get_commands
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+
+from sessions_app.supervision import ServeAlreadyRunning, ServeLock, die_with_parent
 
 RESTART_DELAY_SECONDS = 2.0
 STOP_GRACE_SECONDS = 15.0
+# The welcome (URLs, demo key) waits until every child has run this long, so their start-up lines
+# come before it and it stays the last thing on screen.
+WELCOME_SETTLE_SECONDS = 3.0
 
 
 @dataclass
@@ -28,15 +40,32 @@ class Child:
     started_at: float = field(default=0.0)
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.argv, start_new_session=True)
+        # A session (and so a process group) of its own: Ctrl-C in the terminal reaches only the
+        # supervisor, which stops the children in order; signal() reaches the child's own children.
+        # Warnings and errors only, unless LOG_LEVEL says otherwise: a person reads this console.
+        # Unbuffered, so that piped (`make run | tee`) the lines keep the order they were written in.
+        env = {**os.environ, "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"), "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(self.argv, start_new_session=True, preexec_fn=die_with_parent(), env=env)
         self.started_at = time.monotonic()
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def terminate(self) -> None:
+        """SIGTERM to the child alone: it stops its own children (a worker its pool) in order."""
+        if self.running():
+            self.process.terminate()
+
     def signal(self, sig: int) -> None:
+        """``sig`` to the child's whole process group."""
         if self.running():
             os.killpg(self.process.pid, sig)
+
+    def kill_leftovers(self) -> None:
+        """Whatever of the child's process group outlived it (a pool process, say)."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
 
 class Command(BaseCommand):
@@ -55,9 +84,24 @@ class Command(BaseCommand):
             choices=["web", "worker", "beat", "observer"],
             help="Start only these (repeatable). Default: all.",
         )
+        parser.add_argument(
+            "--welcome-file",
+            help="Print this file (then delete it) once the web server answers: `make run` passes the one "
+            "setup_demo --welcome-file wrote, so the URLs and the demo key are the last lines of start-up.",
+        )
 
-    def handle(self, *args, host, port, only, **options):
-        # The worker uses the prefork pool (one child): only it enforces the tasks' time limits.
+    def handle(self, *args, host, port, only, welcome_file, **options):
+        lock = ServeLock(settings.VAR_DIR)
+        try:
+            lock.acquire(host=host, port=port)
+        except ServeAlreadyRunning as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            self._supervise(host, port, only, welcome_file)
+        finally:
+            lock.release()
+
+    def _supervise(self, host: str, port: int, only: list[str] | None, welcome_file: str | None) -> None:
         children = [c for c in self._children(host, port) if not only or c.name in only]
         stopping = False
 
@@ -69,12 +113,15 @@ class Command(BaseCommand):
             signal.signal(sig, request_stop)
 
         for child in children:
-            self.stdout.write(f"[serve] starting {child.name}: {' '.join(child.argv[1:4])} …")
             child.start()
-        self.stdout.write(f"[serve] web on http://{host}:{port}/ — Ctrl-C stops everything")
+        self.stdout.write(f"[serve] started {', '.join(c.name for c in children)}; waiting for the web server …")
+        welcomed = not any(c.name == "web" for c in children)
 
         while not stopping:
             time.sleep(0.5)
+            if not welcomed and self._settled(children) and _answers(host, port):
+                welcomed = True
+                self._welcome(host, port, welcome_file)
             for child in children:
                 if stopping or child.running():
                     continue
@@ -87,35 +134,53 @@ class Command(BaseCommand):
 
         self.stdout.write("[serve] stopping …")
         for child in children:
-            child.signal(signal.SIGTERM)
+            child.terminate()
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         for child in children:
             while child.running() and time.monotonic() < deadline:
                 time.sleep(0.1)
             if child.running():
                 child.signal(signal.SIGKILL)
+            child.kill_leftovers()
         self.stdout.write("[serve] stopped.")
+
+    def _settled(self, children: list[Child]) -> bool:
+        now = time.monotonic()
+        return all(c.running() and now - c.started_at >= WELCOME_SETTLE_SECONDS for c in children)
+
+    def _welcome(self, host: str, port: int, welcome_file: str | None) -> None:
+        """The last lines of start-up, where a person looks: the URLs and (from `make run`) the demo
+        key, which setup_demo left in a private file rather than print it above the children's logs."""
+        text = ""
+        if welcome_file:
+            path = Path(welcome_file)
+            if path.exists():
+                text = path.read_text(encoding="utf-8")
+                path.unlink()
+        self.stdout.write("[serve] running — Ctrl-C stops everything")
+        self.stdout.write(text.rstrip("\n") if text else f"Switchyard is up: http://{host}:{port}/")
+        self.stdout.flush()
 
     def _children(self, host: str, port: int) -> list[Child]:
         python = sys.executable
         manage = [python, "manage.py"]
-        # The worker uses the prefork pool (one child): only it enforces the tasks' time limits.
+        # Warnings and errors only: a person reads this console. One line per failed request (4xx and
+        # 5xx, from django.request), none per successful one; no Celery banner.
+        celery = [python, "-m", "celery", "-A", "config.celery_app", "--quiet"]
         children = [
-            Child("web", [python, "-m", "uvicorn", "config.asgi:application", "--host", host, "--port", str(port)]),
             Child(
-                "worker",
-                [python, "-m", "celery", "-A", "config.celery_app", "worker", "--concurrency=1", "--loglevel=INFO"],
+                "web",
+                [python, "-m", "config.http_server", "--host", host, "--port", str(port), "--no-access-log"]
+                + ["--log-level", "warning"],
             ),
+            # The prefork pool (one child): only it enforces the tasks' time limits.
+            Child("worker", [*celery, "worker", "--concurrency=1", "--loglevel=WARNING"]),
             Child(
                 "beat",
                 [
-                    python,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "config.celery_app",
+                    *celery,
                     "beat",
-                    "--loglevel=INFO",
+                    "--loglevel=WARNING",
                     "--scheduler",
                     "django_celery_beat.schedulers:DatabaseScheduler",
                 ],
@@ -124,3 +189,11 @@ class Command(BaseCommand):
         if "observe" in get_commands():
             children.append(Child("observer", [*manage, "observe"]))
         return children
+
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+    except OSError:
+        return False
+    return True

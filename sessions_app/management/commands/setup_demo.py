@@ -71,9 +71,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--port", default=None, help="Port to print in the URLs (default: $PORT or 8000).")
+        parser.add_argument(
+            "--welcome-file",
+            default=None,
+            help="Write the URLs and the demo key to this file (readable by you only) instead of printing them: "
+            "`make run` has `serve --welcome-file` print them last, below the start-up logs.",
+        )
 
     @transaction.atomic
-    def handle(self, *args, port, **options):
+    def handle(self, *args, port, welcome_file, **options):
         import os
 
         port = port or os.environ.get("PORT", "8000")
@@ -83,7 +89,8 @@ class Command(BaseCommand):
             self.stdout.write("Created the demo admin user: admin / admin (change it before sharing this machine).")
         if not User.objects.filter(username="owner").exists():
             owner = User.objects.create_user("owner", "owner@example.com", "owner")
-            owner.groups.add(Group.objects.get(name=PRODUCT_OWNERS))
+            # get_or_create: an operator (or a test that flushed the tables) may have removed the group.
+            owner.groups.add(Group.objects.get_or_create(name=PRODUCT_OWNERS)[0])
             self.stdout.write("Created the demo product owner: owner / owner.")
         for path in _write_demo_inputs():
             self.stdout.write(f"Wrote a sample import file: {path}")
@@ -106,13 +113,21 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"Created {Task.objects.count()} demo tasks and a campaign.")
         base = f"http://127.0.0.1:{port}"
-        self.stdout.write(
-            "\nSwitchyard is starting:\n"
+        welcome = (
+            "\nSwitchyard is running:\n"
             f"  board      {base}/   (owner / owner, or admin / admin)\n"
             f"  admin      {base}/admin/   (admin / admin)\n"
             f"  API docs   {base}/api/docs/\n"
             f"  health     {base}/healthz\n"
             f"  try it     curl -H 'Authorization: Bearer {issued.key}' {base}/api/v1/agents/me/\n"
             "Demo agent key (shown once):\n"
+            f"{issued.key}\n"
         )
-        self.stdout.write(issued.key)
+        if welcome_file:
+            # Created readable by this user only: it holds a live key until serve prints and deletes it.
+            fd = os.open(welcome_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(welcome)
+            self.stdout.write("The URLs and the demo agent key follow once everything has started.")
+        else:
+            self.stdout.write(welcome.rstrip("\n"))
