@@ -44,7 +44,14 @@ class Child:
         # supervisor, which stops the children in order; signal() reaches the child's own children.
         # Warnings and errors only, unless LOG_LEVEL says otherwise: a person reads this console.
         # Unbuffered, so that piped (`make run | tee`) the lines keep the order they were written in.
-        env = {**os.environ, "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"), "PYTHONUNBUFFERED": "1"}
+        # Celery's warning about running as root (a container, or a developer's root shell) is
+        # several lines of noise on a local console that may land below the welcome.
+        env = {
+            **os.environ,
+            "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONWARNINGS": "ignore:You're running the worker with superuser privileges",
+        }
         self.process = subprocess.Popen(self.argv, start_new_session=True, preexec_fn=die_with_parent(), env=env)
         self.started_at = time.monotonic()
 
@@ -187,7 +194,9 @@ class Command(BaseCommand):
             ),
         ]
         if "observe" in get_commands():
-            children.append(Child("observer", [*manage, "observe"]))
+            # -v 0: serve already says what it started; the observer's own start line would land
+            # below the welcome when the machine is slow.
+            children.append(Child("observer", [*manage, "observe", "-v", "0"]))
         return children
 
 

@@ -51,7 +51,8 @@ class Command(BaseCommand):
         observer = FileObserver(
             workers=workers, queue_limit=queue_limit, reconcile_on_start=not no_reconcile_on_start
         ).start()
-        self.stdout.write(f"Observing {observer.workspace_root} and {observer.state_dir}.")
+        if options["verbosity"] >= 1:
+            self.stdout.write(f"Observing {observer.workspace_root} and {observer.state_dir}.")
         self.stdout.flush()
         failed = False
         try:
