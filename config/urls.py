@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("ledger.api.urls")),
     path("", include("board.api.urls")),
     path("", include("workspaces.api.urls")),
+    path("", include("runners.api.urls")),
 ]
 
 # The API first: the resolver tries patterns in order, and the agents' requests are most of the

@@ -43,6 +43,7 @@ class AgentApiKey(TimeStampedModel):
     class Scope(models.TextChoices):
         AGENT = "agent", "Agent"  # its own sessions, claims and workspaces
         ORCHESTRATE = "orchestrate", "Orchestrate"  # may also create tasks for others
+        RUN = "run", "Run"  # a runner (SPEC §8): asks for runs and reports on them
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True)

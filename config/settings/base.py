@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "ledger",
     "workspaces",
     "board",
+    "runners",
 ]
 
 MIDDLEWARE = [

@@ -11,7 +11,9 @@ from board.models import Campaign, Lead, SyncedFile, SyncIssue, Task, TaskClaim
 from board.services import task_claim
 from ledger.models import Event, ToolInvocation, WebhookDelivery, WebhookSubscription
 from ledger.webhooks import webhook_subscribe
-from sessions_app.actors import Actor
+from runners.models import Run, Runner
+from runners.services import run_queue, run_transition, runner_key_create
+from sessions_app.actors import SYSTEM, Actor
 from sessions_app.keys import api_key_create, api_key_revoke
 from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
 from tests.factories import (
@@ -21,6 +23,7 @@ from tests.factories import (
     StreamEventFactory,
     TaskFactory,
     ToolCallFactory,
+    UserFactory,
 )
 from workspaces.models import Artifact, ArtifactVersion, Repository, Workspace, Worktree, WorktreeClaimRequest
 
@@ -178,6 +181,18 @@ def _worktree() -> Worktree:
 
 _numbers = itertools.count()
 
+
+def _runner() -> Runner:
+    return runner_key_create(name=f"runner-{next(_numbers)}", labels=["linux"], capacity=2)[0]
+
+
+def _run() -> Run:
+    """A run of a fresh task, held by a fresh runner that is starting it."""
+    run = run_queue(actor=Actor(user=UserFactory(is_staff=True)), task=TaskFactory(), provider="claude")
+    run = run_transition(actor=SYSTEM, run=run, to=Run.Status.ASSIGNED, runner=_runner())
+    return run_transition(actor=SYSTEM, run=run, to=Run.Status.STARTING)
+
+
 ROW_BUILDERS = {
     Agent: _agent,
     AgentApiKey: lambda: api_key_create(agent=AgentFactory(), name="ci").api_key,
@@ -212,6 +227,8 @@ ROW_BUILDERS = {
         last_synced_at=timezone.now(),
     ),
     WebhookSubscription: lambda: webhook_subscribe(url="https://hooks.example.com/in"),
+    Runner: _runner,
+    Run: _run,
     WebhookDelivery: lambda: WebhookDelivery.objects.create(
         subscription=webhook_subscribe(url="https://hooks.example.com/in"),
         event=EventFactory(),

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, reject, settings
 from schemathesis.checks import CHECKS
 from schemathesis.config import SchemathesisConfig
 
+from runners.models import Run
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentApiKey
 from tests.factories import AgentFactory, CampaignFactory, SessionFactory, TaskFactory, ToolCallFactory
@@ -45,6 +46,7 @@ TASK_ID = "900001"
 CAMPAIGN_ID = "900002"
 TOOL_CALL_ID = "900003"
 TOOL_USE_ID = "toolu_conf"
+RUN_ID = "900004"
 
 CONFIG = SchemathesisConfig.from_dict(
     {
@@ -76,6 +78,7 @@ CONFIG = SchemathesisConfig.from_dict(
             "path.campaign_id": CAMPAIGN_ID,
             "path.tool_call_id": TOOL_CALL_ID,
             "path.client_id": TOOL_USE_ID,
+            "path.run_id": RUN_ID,
         },
     }
 )
@@ -91,9 +94,11 @@ ORCHESTRATE = {
     ("POST", "/api/v1/priorities/import/"),
     ("POST", "/api/v1/sync/"),
     ("GET", "/api/v1/sync/issues/"),
+    ("POST", "/api/v1/tasks/{task_id}/runs/"),
+    ("POST", "/api/v1/runs/{run_id}/cancel/"),
 }
 
-OUR_APPS = ("sessions_app", "ledger", "board", "workspaces")
+OUR_APPS = ("sessions_app", "ledger", "board", "workspaces", "runners")
 
 
 def row_counts() -> dict[str, int]:
@@ -113,6 +118,7 @@ def world(db):
     CampaignFactory(pk=int(CAMPAIGN_ID))
     TaskFactory(pk=int(TASK_ID), title="Fuzz me")
     ToolCallFactory(pk=int(TOOL_CALL_ID), session=session, agent=agent, client_id=TOOL_USE_ID)
+    Run.objects.create(pk=int(RUN_ID), task=TaskFactory(title="Run me"), provider="claude")
     orchestrator = AgentFactory(slug="conductor")
     return {
         "agent": api_key_create(agent=agent).key,

@@ -1,0 +1,135 @@
+"""Runners and runs (SPEC §8): Switchyard starts the agents itself, on any machine."""
+
+from django.db import models
+from django.db.models import Q
+
+from config.models import TimeStampedModel
+
+
+class Runner(TimeStampedModel):
+    """A ``switchyard runner`` process on some machine. It authenticates with a key of scope
+    ``run`` that belongs to its own Agent row (one per runner), so it is seen like any agent."""
+
+    class Status(models.TextChoices):
+        ONLINE = "online", "Online"  # heartbeating; takes runs up to its capacity
+        OFFLINE = "offline", "Offline"  # not heard from within the lease TTL, or never connected
+        DRAINING = "draining", "Draining"  # finishes the runs it holds, takes no new ones
+
+    name = models.SlugField(max_length=48, unique=True)
+    agent = models.OneToOneField(
+        "sessions_app.Agent",
+        on_delete=models.PROTECT,
+        related_name="runner",
+        help_text="The agent whose key (scope 'run') this runner authenticates with.",
+    )
+    host = models.CharField(max_length=255, blank=True)
+    labels = models.JSONField(default=list, blank=True, help_text='Strings, e.g. ["linux", "gpu", "repo:shop"].')
+    providers = models.JSONField(default=list, blank=True, help_text='Provider names it offers, e.g. ["claude"].')
+    capacity = models.PositiveIntegerField(default=1, help_text="How many runs it may hold at once.")
+    version = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OFFLINE)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(capacity__gte=1), name="runner_capacity_positive"),
+            models.CheckConstraint(
+                condition=Q(status__in=["online", "offline", "draining"]), name="runner_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Run(TimeStampedModel):
+    """One execution of one provider on one task. Its status moves only in runners/services.py."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"  # waiting for a runner with matching labels and providers
+        ASSIGNED = "assigned", "Assigned"  # handed to one runner under a lease; not started yet
+        STARTING = "starting", "Starting"  # the runner prepares the workdir and spawns the agent
+        RUNNING = "running", "Running"  # the agent process is alive
+        SUCCEEDED = "succeeded", "Succeeded"  # final: the agent exited 0
+        FAILED = "failed", "Failed"  # final: non-zero exit, timeout, or could not start
+        CANCELLED = "cancelled", "Cancelled"  # final: a person asked it to stop
+        LOST = "lost", "Lost"  # final: its runner's lease expired without a word
+
+    ACTIVE = frozenset({Status.QUEUED, Status.ASSIGNED, Status.STARTING, Status.RUNNING})
+    TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.LOST})
+
+    task = models.ForeignKey("board.Task", on_delete=models.CASCADE, related_name="runs")
+    session = models.ForeignKey(
+        "sessions_app.AgentSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    runner = models.ForeignKey(Runner, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    provider = models.CharField(max_length=64)
+    prompt = models.TextField(blank=True)
+    workdir = models.CharField(max_length=1000, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    # Fencing token: bumped each time the run is handed out again, so a runner that lost its
+    # lease cannot write with the attempt it was given.
+    attempt = models.PositiveIntegerField(default=1)
+    pid = models.IntegerField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    log_path = models.CharField(max_length=1000, blank=True)
+    resumes = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="resumed_by",
+        help_text="The run it resumes.",
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # The runners' long poll reads the queue oldest first.
+            models.Index(fields=["created_at", "id"], name="run_queue", condition=Q(status="queued")),
+            models.Index(fields=["runner", "status"], name="run_runner_status"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task"],
+                condition=Q(status__in=["queued", "assigned", "starting", "running"]),
+                name="run_one_active_per_task",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=[
+                        "queued",
+                        "assigned",
+                        "starting",
+                        "running",
+                        "succeeded",
+                        "failed",
+                        "cancelled",
+                        "lost",
+                    ]
+                ),
+                name="run_status_valid",
+            ),
+            models.CheckConstraint(condition=Q(attempt__gte=1), name="run_attempt_positive"),
+            models.CheckConstraint(
+                condition=Q(status__in=["succeeded", "failed", "cancelled", "lost"]) | Q(ended_at__isnull=True),
+                name="run_ended_only_when_terminal",
+            ),
+            # Handed out means held by someone: a run between assigned and running names its runner.
+            models.CheckConstraint(
+                condition=~Q(status__in=["assigned", "starting", "running"]) | Q(runner__isnull=False),
+                name="run_active_has_runner",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of task {self.task_id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE

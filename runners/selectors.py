@@ -1,0 +1,36 @@
+"""Reads for runners and runs, shared by the admin and (later) the API and pages."""
+
+from django.db.models import Count, Q, QuerySet
+
+from config.api.errors import DomainError
+from runners.models import Run, Runner
+
+
+def runner_list() -> QuerySet[Runner]:
+    """Runners with ``runs_now``: how many active runs each holds (one query for the page)."""
+    return Runner.objects.select_related("agent").annotate(
+        runs_now=Count("runs", filter=Q(runs__status__in=Run.ACTIVE))
+    )
+
+
+def run_get(*, run_id: int) -> Run:
+    """Runs are visible to every agent and staff, like the tasks they run."""
+    run = Run.objects.select_related("task", "runner", "session").filter(pk=run_id).first()
+    if run is None:
+        raise DomainError(f"Run {run_id} not found.", code="not_found")
+    return run
+
+
+def run_list(*, status: str | None = None, task_id: int | None = None, runner_id: int | None = None) -> QuerySet[Run]:
+    runs = Run.objects.select_related("task", "runner", "session")
+    if status is not None:
+        runs = runs.filter(status=status)
+    if task_id is not None:
+        runs = runs.filter(task_id=task_id)
+    if runner_id is not None:
+        runs = runs.filter(runner_id=runner_id)
+    return runs
+
+
+def run_active_for_task(*, task_id: int) -> Run | None:
+    return Run.objects.filter(task_id=task_id, status__in=Run.ACTIVE).first()

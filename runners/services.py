@@ -1,0 +1,235 @@
+"""Writes for runs (SPEC §8): queue, move through the state machine, cancel.
+
+Every status change takes the run's row with ``select_for_update`` inside the transaction (on
+SQLite the IMMEDIATE transaction serialises writers instead), checks the move and the attempt
+against the row as locked, and only then writes: there is no check-then-act. The database backs
+the one rule that spans rows: at most one active run per task (``run_one_active_per_task``).
+"""
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from board.models import Task
+from board.services import require_orchestrator
+from config.api.errors import LEASE_LOST, DomainError
+from ledger.events import event_record
+from runners.models import Run, Runner
+from sessions_app.actors import Actor
+from sessions_app.keys import IssuedKey, agent_get_or_create, api_key_create
+from sessions_app.models import Agent, AgentApiKey
+
+S = Run.Status
+
+# The state machine: from each status, the statuses a run may move to. Terminal ones lead nowhere.
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    S.QUEUED: frozenset({S.ASSIGNED, S.CANCELLED}),
+    # Back to queued when the runner let its lease lapse before starting anything: the attempt is bumped.
+    S.ASSIGNED: frozenset({S.QUEUED, S.STARTING, S.FAILED, S.CANCELLED, S.LOST}),
+    S.STARTING: frozenset({S.RUNNING, S.FAILED, S.CANCELLED, S.LOST}),
+    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED, S.LOST}),
+    S.SUCCEEDED: frozenset(),
+    S.FAILED: frozenset(),
+    S.CANCELLED: frozenset(),
+    S.LOST: frozenset(),
+}
+
+# What a move may set besides the status (the runner reports these); ``runner`` only when assigning.
+TRANSITION_FIELDS = frozenset({"runner", "session", "pid", "exit_code", "workdir", "log_path", "lease_expires_at"})
+
+# The ledger event each move records, if any (assigned, starting and re-queued are the runner's business).
+_EVENTS = {
+    S.RUNNING: "run.started",
+    S.SUCCEEDED: "run.finished",
+    S.FAILED: "run.finished",
+    S.CANCELLED: "run.cancelled",
+    S.LOST: "run.lost",
+}
+
+PROVIDER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+RUNNER_NAME_MAX = 48
+
+
+def runner_agent_slug(*, name: str) -> str:
+    return f"runner-{name}"
+
+
+@transaction.atomic
+def runner_key_create(
+    *, name: str, labels: list[str] | None = None, capacity: int | None = None
+) -> tuple[Runner, IssuedKey, bool]:
+    """A new key of scope ``run`` for the runner ``name``, creating the runner (and its agent,
+    ``runner-<name>``) if it does not exist. ``labels``/``capacity``, when given, replace the
+    runner's. Returns (runner, the key shown once, whether the runner was created)."""
+    if not name or len(name) > RUNNER_NAME_MAX or not all(c.isalnum() or c in "-_" for c in name):
+        raise DomainError(f"A runner's name must be 1-{RUNNER_NAME_MAX} letters, digits, '-' or '_'.")
+    if labels is not None and not all(isinstance(label, str) and label.strip() for label in labels):
+        raise DomainError("Labels must be non-empty strings.")
+    if capacity is not None and capacity < 1:
+        raise DomainError("A runner's capacity must be at least 1.")
+    runner = Runner.objects.select_for_update().filter(name=name).first()
+    created = runner is None
+    if created:
+        agent = agent_get_or_create(slug=runner_agent_slug(name=name), provider=Agent.Provider.CUSTOM)
+        try:
+            # A savepoint: two calls creating one name at once meet the unique name, not each other's row.
+            with transaction.atomic():
+                runner = Runner.objects.create(name=name, agent=agent, labels=labels or [], capacity=capacity or 1)
+        except IntegrityError:
+            raise DomainError(
+                f"Runner {name!r} (or its agent {agent.slug!r}) was just created elsewhere; try again.",
+                code="conflict",
+            ) from None
+    elif labels is not None or capacity is not None:
+        runner.labels = runner.labels if labels is None else labels
+        runner.capacity = runner.capacity if capacity is None else capacity
+        runner.save(update_fields=["labels", "capacity", "updated_at"])
+    issued = api_key_create(agent=runner.agent, name=f"runner {name}", scopes=[AgentApiKey.Scope.RUN])
+    return runner, issued, created
+
+
+def _run_event(name: str, run: Run, actor: Actor, **payload) -> None:
+    event_record(
+        name=name,
+        subject_type="run",
+        subject_id=run.pk,
+        actor=actor.label,
+        payload={
+            "task": run.task_id,
+            "status": run.status,
+            "provider": run.provider,
+            "attempt": run.attempt,
+            "runner": run.runner.name if run.runner_id else None,
+            **payload,
+        },
+    )
+
+
+def run_prompt_default(*, task: Task) -> str:
+    return f"{task.title}\n\n{task.description}".strip()
+
+
+@transaction.atomic
+def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = None) -> Run:
+    """Queue a run of ``provider`` on ``task``; 409 if the task already has an active run."""
+    require_orchestrator(actor=actor, what="Queueing runs")
+    if not provider or len(provider) > 64 or not set(provider) <= PROVIDER_CHARS:
+        raise DomainError(
+            "provider must be 1-64 letters, digits, '-', '_' or '.'.", extra={"errors": {"provider": ["Invalid."]}}
+        )
+    try:
+        # A savepoint, so a second active run is a 409 and not a broken outer transaction.
+        with transaction.atomic():
+            run = Run.objects.create(
+                task=task,
+                provider=provider,
+                prompt=run_prompt_default(task=task) if prompt is None else prompt,
+            )
+    except IntegrityError:
+        active = Run.objects.filter(task=task, status__in=Run.ACTIVE).values_list("pk", flat=True).first()
+        raise DomainError(
+            f"Task {task.pk} already has an active run{f' ({active})' if active else ''}; cancel it first.",
+            code="conflict",
+            extra={"run": active},
+        ) from None
+    _run_event("run.queued", run, actor)
+    return run
+
+
+def _may_drive(actor: Actor, runner: Runner | None) -> bool:
+    """Switchyard itself, staff, or the runner holding the run (by a key of scope 'run')."""
+    if actor.system or actor.is_staff:
+        return True
+    if actor.agent is None or runner is None or runner.agent_id != actor.agent.pk:
+        return False
+    return actor.api_key is None or actor.api_key.has_scope(AgentApiKey.Scope.RUN)
+
+
+def _refuse_stale(run: Run, attempt: int | None) -> None:
+    if attempt is not None and attempt != run.attempt:
+        raise DomainError(
+            f"Run {run.pk} is at attempt {run.attempt}; attempt {attempt} lost its lease and may not change it.",
+            code="conflict",
+            extra={"code": LEASE_LOST, "run": run.pk, "attempt": run.attempt},
+        )
+
+
+@transaction.atomic
+def run_transition(*, actor: Actor, run: Run, to: str, attempt: int | None = None, **fields) -> Run:
+    """Move ``run`` to ``to`` if the state machine allows it; returns the row as written.
+
+    ``attempt``: the attempt the caller holds; a stale one is refused with 409 ``lease_lost``.
+    ``fields``: what the runner reports with the move (see TRANSITION_FIELDS). Locks the run's
+    row itself (select_for_update); the caller needs no lock.
+    """
+    unknown = set(fields) - TRANSITION_FIELDS
+    if unknown:
+        raise DomainError(f"Unknown fields for a run: {', '.join(sorted(unknown))}.")
+    if to not in RUN_TRANSITIONS:
+        raise DomainError(f"Unknown run status {to!r}.")
+    if "runner" in fields and to != S.ASSIGNED:
+        raise DomainError("A run's runner is set only when it is assigned.")
+    locked = Run.objects.select_for_update(of=("self",)).select_related("runner").get(pk=run.pk)
+    runner = fields.get("runner") if to == S.ASSIGNED else locked.runner
+    if to == S.ASSIGNED and runner is None:
+        raise DomainError("Assigning a run needs a runner.")
+    # The fence first: a runner whose run was handed back or to another runner no longer holds it,
+    # and must hear lease_lost (drop it), not forbidden.
+    _refuse_stale(locked, attempt)
+    if not _may_drive(actor, runner):
+        raise DomainError(f"Run {locked.pk} is not held by this runner.", code="forbidden")
+    if to not in RUN_TRANSITIONS[locked.status]:
+        raise DomainError(
+            f"Run {locked.pk} cannot go from {locked.status} to {to}.",
+            code="conflict",
+            extra={"status": locked.status},
+        )
+    return _run_move(actor=actor, run=locked, to=to, fields=fields)
+
+
+def _run_move(*, actor: Actor, run: Run, to: str, fields: dict) -> Run:
+    """Write a move already checked, on a row the caller holds run, and record its event."""
+    now = timezone.now()
+    changed = {"status", "updated_at", *fields}
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.status = to
+    if to == S.QUEUED:
+        # Handed back: a new attempt, so the runner that had it is fenced out.
+        run.attempt += 1
+        run.runner = None
+        run.lease_expires_at = None
+        changed |= {"attempt", "runner", "lease_expires_at"}
+    elif to == S.RUNNING and run.started_at is None:
+        run.started_at = now
+        changed.add("started_at")
+    elif to in Run.TERMINAL:
+        run.ended_at = now
+        run.lease_expires_at = None
+        changed |= {"ended_at", "lease_expires_at"}
+    # Only the columns this move owns, so a row read earlier never overwrites another field.
+    run.save(update_fields=sorted(changed))
+    if to in _EVENTS:
+        extra = {"exit_code": run.exit_code} if to in (S.SUCCEEDED, S.FAILED) else {}
+        _run_event(_EVENTS[to], run, actor, **extra)
+    return run
+
+
+@transaction.atomic
+def run_cancel(*, actor: Actor, run: Run) -> Run:
+    """Stop a run: a queued one is cancelled at once; a handed-out one gets ``cancel_requested_at``
+    (its runner learns it and ends the run ``cancelled``). Asking twice changes nothing."""
+    if not actor.system:  # Switchyard itself cancels too (a card dragged out of In progress)
+        require_orchestrator(actor=actor, what="Cancelling runs")
+    locked = Run.objects.select_for_update(of=("self",)).select_related("runner").get(pk=run.pk)
+    if locked.status == S.QUEUED:
+        return _run_move(actor=actor, run=locked, to=S.CANCELLED, fields={})
+    if locked.status in Run.TERMINAL:
+        raise DomainError(
+            f"Run {locked.pk} has already ended ({locked.status}).", code="conflict", extra={"status": locked.status}
+        )
+    if locked.cancel_requested_at is None:
+        locked.cancel_requested_at = timezone.now()
+        locked.save(update_fields=["cancel_requested_at", "updated_at"])
+    return locked

@@ -1,0 +1,59 @@
+import pytest
+
+from runners.models import Run
+from runners.services import run_queue, run_transition, runner_key_create
+from sessions_app.actors import SYSTEM, Actor
+from tests.factories import TaskFactory, UserFactory
+
+
+@pytest.fixture
+def person(db):
+    """A staff person: may queue and cancel runs."""
+    return Actor(user=UserFactory(username="po", is_staff=True))
+
+
+@pytest.fixture
+def runner_and_key(db):
+    runner, issued, _ = runner_key_create(name="build-1", labels=["linux"], capacity=2)
+    return runner, issued
+
+
+@pytest.fixture
+def runner(runner_and_key):
+    return runner_and_key[0]
+
+
+@pytest.fixture
+def runner_actor(runner_and_key):
+    """The runner as the API will see it: its agent and its key of scope 'run'."""
+    runner, issued = runner_and_key
+    return Actor(agent=runner.agent, api_key=issued.api_key)
+
+
+@pytest.fixture
+def task(db):
+    return TaskFactory(title="Fix the login bug", description="Users are logged out after 5 minutes.")
+
+
+@pytest.fixture
+def make_run(person, runner):
+    """A run of a fresh task, driven by the system to ``status`` through the real moves."""
+    path = {
+        Run.Status.QUEUED: [],
+        Run.Status.ASSIGNED: [Run.Status.ASSIGNED],
+        Run.Status.STARTING: [Run.Status.ASSIGNED, Run.Status.STARTING],
+        Run.Status.RUNNING: [Run.Status.ASSIGNED, Run.Status.STARTING, Run.Status.RUNNING],
+        Run.Status.SUCCEEDED: [Run.Status.ASSIGNED, Run.Status.STARTING, Run.Status.RUNNING, Run.Status.SUCCEEDED],
+        Run.Status.FAILED: [Run.Status.ASSIGNED, Run.Status.FAILED],
+        Run.Status.CANCELLED: [Run.Status.CANCELLED],
+        Run.Status.LOST: [Run.Status.ASSIGNED, Run.Status.LOST],
+    }
+
+    def make(status: str = Run.Status.QUEUED) -> Run:
+        run = run_queue(actor=person, task=TaskFactory(), provider="claude")
+        for to in path[status]:
+            extra = {"runner": runner} if to == Run.Status.ASSIGNED else {}
+            run = run_transition(actor=SYSTEM, run=run, to=to, **extra)
+        return run
+
+    return make
