@@ -13,17 +13,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ROOT_NAMES = (
-    "WORKSPACE_ROOT",
-    "SAVED_REPORTS_ROOT",
-    "STATE_DIR",
-    "LOGS_ROOT",
-    "REPORTS_DIR",
-    "TASK_DEFS_DIR",
-    "ARCHIVE_ROOT",
-    "STATIC_ROOT",
-)
+from tests.worker import FILE_ROOTS, ROOT
+
+ROOT_NAMES = (*FILE_ROOTS, "STATIC_ROOT")
 READ_PATHS = """
 import importlib, json, sys
 s = importlib.import_module(sys.argv[1])
