@@ -88,6 +88,11 @@ class Task(TimeStampedModel):
     )
     campaign = models.ForeignKey(Campaign, null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
     labels = models.JSONField(default=list, blank=True)
+    # Where a run of this task works (SPEC §8): a worktree of this repository, or, when none,
+    # the run's session workspace.
+    repository = models.ForeignKey(
+        "workspaces.Repository", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks"
+    )
     source_file = models.CharField(max_length=500, blank=True)
     source_key = models.CharField(max_length=64, blank=True, help_text="Identity of an imported item.")
     external_id = models.CharField(max_length=200, blank=True, help_text="Identity of a task synced from state files.")

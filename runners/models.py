@@ -65,6 +65,11 @@ class Run(TimeStampedModel):
     )
     runner = models.ForeignKey(Runner, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     provider = models.CharField(max_length=64)
+    # The agent that works the run: one per runner and provider (``claude@build-1``); it holds the
+    # task's claim and owns the run's session, like any agent.
+    agent = models.ForeignKey(
+        "sessions_app.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
     prompt = models.TextField(blank=True)
     workdir = models.CharField(max_length=1000, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
@@ -78,6 +83,10 @@ class Run(TimeStampedModel):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     log_path = models.CharField(max_length=1000, blank=True)
+    error = models.TextField(blank=True, help_text="Why it failed: exit code, timeout, last lines of the log.")
+    summary = models.JSONField(
+        default=dict, blank=True, help_text="What the run produced: commits ahead, files changed, patch, artifacts."
+    )
     resumes = models.ForeignKey(
         "self",
         null=True,

@@ -52,6 +52,11 @@ class AgentApiKey(TimeStampedModel):
     scopes = models.JSONField(default=list, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # A per-run key (SPEC §8) is bound to the run's session: it acts on that session (and its
+    # children) only, and is revoked when the run ends. Null for every other key.
+    session = models.ForeignKey(
+        "AgentSession", null=True, blank=True, on_delete=models.CASCADE, related_name="bound_keys"
+    )
 
     class Meta:
         verbose_name = "agent API key"
