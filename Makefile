@@ -20,14 +20,16 @@ $(STAMP): $(BIN)/python requirements/base.txt requirements/local.txt requirement
 migrate: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 
-# Web, Celery worker, beat and the file observer as supervised children (manage.py serve).
+# Web, Celery worker, beat, the file observer and a local runner as supervised children (manage.py serve).
 # The demo key and URLs go to a private file that serve prints (and deletes) once the web answers,
-# so they are the last lines of start-up rather than lost above the children's logs.
+# so they are the last lines of start-up rather than lost above the children's logs. The local
+# runner's config (with its key, kept between runs) is another private file; its root is var/runner.
 WELCOME := $(or $(SWITCHYARD_VAR_DIR),var)/.welcome
+RUNNER_CONFIG := $(or $(SWITCHYARD_VAR_DIR),var)/local-runner.toml
 run: migrate
-	$(BIN)/python manage.py setup_demo --port $(PORT) --welcome-file $(WELCOME)
+	$(BIN)/python manage.py setup_demo --port $(PORT) --welcome-file $(WELCOME) --runner-config $(RUNNER_CONFIG)
 	$(BIN)/python manage.py setup_schedules
-	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT) --welcome-file $(WELCOME)
+	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT) --welcome-file $(WELCOME) --runner-config $(RUNNER_CONFIG)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

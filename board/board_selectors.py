@@ -6,12 +6,13 @@ it reached the screen, and the page costs the same number of queries for 3 cards
 
 from dataclasses import dataclass, field
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 
 from board.cards import card_html
 from board.models import Campaign, Task
 from config.api.errors import DomainError
 from ledger.models import Event, ToolInvocation
+from runners.models import Run
 from sessions_app.models import Agent
 from workspaces.models import Artifact
 
@@ -51,8 +52,21 @@ class Column:
 
 
 def board_task_list() -> QuerySet[Task]:
-    """Every card with what it shows, in column order (rank, then id for equal ranks)."""
-    return Task.objects.select_related("assignee", "campaign", "session").only(*CARD_FIELDS).order_by("rank", "id")
+    """Every card with what it shows, in column order (rank, then id for equal ranks).
+
+    ``run_status``/``run_runner``: the task's active run, if any, for the card's badge. Subqueries
+    in the one query, each an index lookup (``run_one_active_per_task`` is a partial unique index).
+    """
+    active = Run.objects.filter(task=OuterRef("pk"), status__in=Run.ACTIVE)
+    return (
+        Task.objects.select_related("assignee", "campaign", "session")
+        .only(*CARD_FIELDS)
+        .annotate(
+            run_status=Subquery(active.values("status")[:1]),
+            run_runner=Subquery(active.values("runner__name")[:1]),
+        )
+        .order_by("rank", "id")
+    )
 
 
 def board_columns(*, tasks: QuerySet[Task], task_url_prefix: str) -> list[Column]:

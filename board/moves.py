@@ -50,6 +50,7 @@ class MoveResult:
     # Every task whose rank changed: the moved one, or its whole column when it was renumbered.
     changed_ids: list[int]
     renumbered: bool
+    previous_status: str = ""  # the column it came from (runners/card_moves.py stops a run that left in_progress)
 
 
 def _rank_between(above: int | None, below: int | None) -> int | None:
@@ -146,7 +147,7 @@ def task_move(
     _move_save(task, status=status, rank=rank)
     _task_event("task.moved", task, actor, **{"from": previous, "to": status, "rank": rank, "by": "board"})
     board_push_tasks(task_ids=changed)
-    return MoveResult(task=task, changed_ids=changed, renumbered=renumbered)
+    return MoveResult(task=task, changed_ids=changed, renumbered=renumbered, previous_status=previous)
 
 
 def _move_save(task: Task, *, status: str, rank: int) -> None:

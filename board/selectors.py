@@ -5,7 +5,7 @@ from config.api.errors import DomainError
 
 
 def task_get(*, task_id: int) -> Task:
-    task = Task.objects.select_related("assignee", "campaign").filter(pk=task_id).first()
+    task = Task.objects.select_related("assignee", "campaign", "repository").filter(pk=task_id).first()
     if task is None:
         raise DomainError(f"Task {task_id} not found.", code="not_found")
     return task
@@ -13,7 +13,7 @@ def task_get(*, task_id: int) -> Task:
 
 def task_list() -> QuerySet[Task]:
     """Tasks are visible to every agent: they are the shared queue of work."""
-    return Task.objects.select_related("assignee", "campaign").order_by("priority", "rank", "id")
+    return Task.objects.select_related("assignee", "campaign", "repository").order_by("priority", "rank", "id")
 
 
 def campaign_get(*, campaign_id: int) -> Campaign:

@@ -8,11 +8,13 @@ from django.utils import timezone
 from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task, TaskClaim
 from config.api.errors import LEASE_LOST, DomainError
+from config.pages import BOARD, user_may
 from config.single_statement import single_statement_atomic
 from ledger.events import event_dispatch, event_record
 from ledger.models import Event
 from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession
+from workspaces.models import Repository
 
 RANK_STEP = 1024
 CLAIM_ATTEMPTS = 20
@@ -67,6 +69,7 @@ def task_create(
     source_file: str = "",
     source_key: str = "",
     external_id: str = "",
+    repository: Repository | None = None,
 ) -> Task:
     require_orchestrator(actor=actor, what="Creating tasks")
     if status not in (Task.Status.BACKLOG, Task.Status.READY, Task.Status.BLOCKED):
@@ -82,6 +85,7 @@ def task_create(
                 rank=_next_rank(status),
                 labels=labels or [],
                 campaign=campaign,
+                repository=repository,
                 suggested_agent=suggested_agent,
                 source_file=source_file,
                 source_key=source_key,
@@ -336,6 +340,40 @@ def task_fail(*, actor: Actor, task: Task, error: str, retry: bool = False) -> t
     return task, changed
 
 
+def require_board_editor(*, actor: Actor, what: str) -> None:
+    """Who may edit a task's settings: a person who works the board (product owners and engineers,
+    on the card panel), staff, or an orchestrating agent key."""
+    if actor.agent is None and actor.user is not None and user_may(actor.user, BOARD):
+        return
+    require_orchestrator(actor=actor, what=what)
+
+
+@transaction.atomic
+def task_set_repository(*, actor: Actor, task: Task, repository: Repository | None) -> tuple[Task, bool]:
+    """Name the repository the task's runs work in, or none (its session workspace); True if it changed.
+
+    Locks the task row, so two people setting it at once record one event each in order. A run
+    already going keeps the workdir it started in: the next run uses the new repository.
+    """
+    require_board_editor(actor=actor, what="Setting a task's repository")
+    # of=self: PostgreSQL cannot lock the nullable side of the outer join to the repository.
+    task = Task.objects.select_for_update(of=("self",)).select_related("repository").get(pk=task.pk)
+    previous = task.repository
+    if (previous.pk if previous else None) == (repository.pk if repository else None):
+        return task, False
+    task.repository = repository
+    task.save(update_fields=["repository", "updated_at"])
+    _task_event(
+        "task.repository_set",
+        task,
+        actor,
+        repository=repository.name if repository else None,
+        **{"from": previous.name if previous else None},
+    )
+    board_push_tasks(task_ids=[task.pk])
+    return task, True
+
+
 @transaction.atomic
 def campaign_create(
     *,
@@ -350,6 +388,7 @@ def campaign_create(
     ends_on=None,
     leads: list[dict] | None = None,
     source_file: str = "",
+    repository: Repository | None = None,
 ) -> Campaign:
     """A campaign with one ready task per deliverable, and its leads."""
     require_orchestrator(actor=actor, what="Creating campaigns")
@@ -376,6 +415,7 @@ def campaign_create(
             priority=code,
             labels=[type, deliverable],
             campaign=campaign,
+            repository=repository,
         )
     Lead.objects.bulk_create(
         Lead(

@@ -1,4 +1,4 @@
-"""Request bodies streamed from the ASGI server to the view, for file uploads.
+"""Request bodies streamed from the ASGI server to the view, for file uploads and run logs.
 
 Django's ASGI handler reads the whole body into a spooled temporary file before the view
 runs, so a 100 MB upload was written to disk twice: once by Django, once into the workspace.
@@ -24,12 +24,17 @@ from asgiref.sync import async_to_sync
 
 # PUT /api/v1/sessions/{id}/files/{path}: the workspace file upload.
 STREAMED = re.compile(r"^/api/v1/sessions/[^/]+/files/.+")
+# POST /api/v1/runs/{id}/log/: a run's output, shipped by its runner up to 64 MiB a request.
+STREAMED_POST = re.compile(r"^/api/v1/runs/[0-9]+/log/$")
 READ_BLOCK = 1024 * 1024
 BUFFER_LIMIT = 8 * 1024 * 1024  # the pump waits while this much is read but not yet taken
 
 
 def is_streamed(scope) -> bool:
-    return scope.get("type") == "http" and scope.get("method") == "PUT" and bool(STREAMED.match(scope["path"]))
+    if scope.get("type") != "http":
+        return False
+    pattern = {"PUT": STREAMED, "POST": STREAMED_POST}.get(scope.get("method"))
+    return pattern is not None and bool(pattern.match(scope["path"]))
 
 
 class StreamedBody:

@@ -79,8 +79,11 @@ def nav(request) -> dict:
         links += [
             ("sessions:list", "Sessions"),
             ("sessions:agents", "Agents"),
+            ("runners:list", "Runners"),
             ("workspaces:worktrees", "Worktrees"),
         ]
+    elif user_may(user, BOARD):
+        links.append(("runners:list", "Runners"))  # product owners see where their runs go
     return {"nav_links": links, "nav_is_engineer": user_may(user, ENGINEERING)}
 
 

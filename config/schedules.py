@@ -51,6 +51,13 @@ def schedules() -> tuple[Schedule, ...]:
             description="Folders against the database, for files the watcher missed (OBSERVER_RECONCILE_SECONDS).",
         ),
         Schedule(
+            name="runners: expire run leases",
+            task="runners.tasks.runs_expire_leases_task",
+            every_seconds=15,
+            description="Runs whose runner went quiet for RUNNER_LEASE_SECONDS go back to the queue or are "
+            "lost (and re-queued); such runners go offline.",
+        ),
+        Schedule(
             name="archival: archive due workspaces",
             task="workspaces.archive_tasks.workspaces_archive_due_task",
             every_seconds=3600,

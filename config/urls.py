@@ -28,6 +28,7 @@ urlpatterns = [
     path("", include("board.pages.urls")),
     path("", include("sessions_app.pages.urls")),
     path("", include("workspaces.pages.urls")),
+    path("", include("runners.pages.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

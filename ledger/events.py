@@ -23,6 +23,12 @@ def event_record(
         name=name, subject_type=subject_type, subject_id=str(subject_id), actor=actor, payload=payload or {}
     )
     event_dispatch(event_id=event.pk)
+    if subject_type == "run":
+        # Run events (runners/services.py) change what a card shows; the board decides which.
+        # Imported here: the ledger sits below the board, and this is the one place they meet.
+        from board.live import board_push_for_event
+
+        board_push_for_event(subject_type=subject_type, payload=event.payload)
     return event
 
 

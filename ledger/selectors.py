@@ -10,6 +10,12 @@ def tool_call_get_for_actor(*, actor: Actor, tool_call_id: int) -> ToolInvocatio
         raise DomainError(f"Tool call {tool_call_id} not found.", code="not_found")
     if not actor.owns(call.agent_id):
         raise DomainError(f"Tool call {tool_call_id} belongs to another agent.", code="forbidden")
+    if not actor.may_touch_session(call.session):
+        raise DomainError(
+            f"Tool call {tool_call_id} is in session {call.session_id!r}, which this key (bound to session "
+            f"{actor.bound_session_id!r}) may not act on.",
+            code="forbidden",
+        )
     return call
 
 

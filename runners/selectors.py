@@ -2,6 +2,7 @@
 
 from django.db.models import Count, Q, QuerySet
 
+from board.models import Task
 from config.api.errors import DomainError
 from runners.models import Run, Runner
 
@@ -15,14 +16,14 @@ def runner_list() -> QuerySet[Runner]:
 
 def run_get(*, run_id: int) -> Run:
     """Runs are visible to every agent and staff, like the tasks they run."""
-    run = Run.objects.select_related("task", "runner", "session").filter(pk=run_id).first()
+    run = Run.objects.select_related("task", "runner", "session", "agent").filter(pk=run_id).first()
     if run is None:
         raise DomainError(f"Run {run_id} not found.", code="not_found")
     return run
 
 
 def run_list(*, status: str | None = None, task_id: int | None = None, runner_id: int | None = None) -> QuerySet[Run]:
-    runs = Run.objects.select_related("task", "runner", "session")
+    runs = Run.objects.select_related("task", "runner", "session", "agent")
     if status is not None:
         runs = runs.filter(status=status)
     if task_id is not None:
@@ -30,6 +31,21 @@ def run_list(*, status: str | None = None, task_id: int | None = None, runner_id
     if runner_id is not None:
         runs = runs.filter(runner_id=runner_id)
     return runs
+
+
+def run_task_for_assignment(*, task_id: int) -> Task:
+    return Task.objects.select_related("repository").get(pk=task_id)
+
+
+TYPE_LABEL_PREFIX = "type:"
+
+
+def task_type(*, task: Task) -> str:
+    """A task's type (the worktree name's ``<type>-<task>``): its ``type:<slug>`` label, or ''."""
+    for label in task.labels or []:
+        if isinstance(label, str) and label.startswith(TYPE_LABEL_PREFIX):
+            return label[len(TYPE_LABEL_PREFIX) :]
+    return ""
 
 
 def run_active_for_task(*, task_id: int) -> Run | None:

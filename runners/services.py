@@ -9,11 +9,15 @@ the one rule that spans rows: at most one active run per task (``run_one_active_
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from board.live import board_push_tasks
 from board.models import Task
+from board.moves import task_move
 from board.services import require_orchestrator
 from config.api.errors import LEASE_LOST, DomainError
+from config.pages import BOARD, user_may
 from ledger.events import event_record
 from runners.models import Run, Runner
+from runners.queue_wake import queue_wake
 from sessions_app.actors import Actor
 from sessions_app.keys import IssuedKey, agent_get_or_create, api_key_create
 from sessions_app.models import Agent, AgentApiKey
@@ -25,8 +29,10 @@ RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     S.QUEUED: frozenset({S.ASSIGNED, S.CANCELLED}),
     # Back to queued when the runner let its lease lapse before starting anything: the attempt is bumped.
     S.ASSIGNED: frozenset({S.QUEUED, S.STARTING, S.FAILED, S.CANCELLED, S.LOST}),
-    S.STARTING: frozenset({S.RUNNING, S.FAILED, S.CANCELLED, S.LOST}),
-    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED, S.LOST}),
+    # starting/running -> starting: the holder restarted after a crash and its agent was dead, so it
+    # starts the agent again (resuming the session): a new attempt, fencing out what the dead one sent.
+    S.STARTING: frozenset({S.STARTING, S.RUNNING, S.FAILED, S.CANCELLED, S.LOST}),
+    S.RUNNING: frozenset({S.STARTING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.LOST}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
     S.CANCELLED: frozenset(),
@@ -34,7 +40,9 @@ RUN_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 # What a move may set besides the status (the runner reports these); ``runner`` only when assigning.
-TRANSITION_FIELDS = frozenset({"runner", "session", "pid", "exit_code", "workdir", "log_path", "lease_expires_at"})
+TRANSITION_FIELDS = frozenset(
+    {"runner", "agent", "session", "pid", "exit_code", "workdir", "log_path", "lease_expires_at", "error", "summary"}
+)
 
 # The ledger event each move records, if any (assigned, starting and re-queued are the runner's business).
 _EVENTS = {
@@ -110,13 +118,29 @@ def run_prompt_default(*, task: Task) -> str:
     return f"{task.title}\n\n{task.description}".strip()
 
 
+def require_run_starter(*, actor: Actor, what: str) -> None:
+    """Who may start and stop runs: staff, an orchestrating agent key, or a person who works the
+    board (a product owner presses Run on a card). The API asks for staff or orchestrate before
+    reading a body; the board's pages rely on this check."""
+    if actor.agent is None and actor.user is not None and user_may(actor.user, BOARD):
+        return
+    require_orchestrator(actor=actor, what=what)
+
+
 @transaction.atomic
 def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = None) -> Run:
     """Queue a run of ``provider`` on ``task``; 409 if the task already has an active run."""
-    require_orchestrator(actor=actor, what="Queueing runs")
+    require_run_starter(actor=actor, what="Queueing runs")
     if not provider or len(provider) > 64 or not set(provider) <= PROVIDER_CHARS:
         raise DomainError(
             "provider must be 1-64 letters, digits, '-', '_' or '.'.", extra={"errors": {"provider": ["Invalid."]}}
+        )
+    task = Task.objects.select_for_update().get(pk=task.pk)
+    if task.status == Task.Status.IN_PROGRESS and not Run.objects.filter(task=task, agent=task.assignee_id).exists():
+        raise DomainError(
+            f"Task {task.pk} is in progress with another agent; release it or wait for it to finish.",
+            code="conflict",
+            extra={"task": task.pk, "task_status": task.status},
         )
     try:
         # A savepoint, so a second active run is a 409 and not a broken outer transaction.
@@ -134,10 +158,24 @@ def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = N
             extra={"run": active},
         ) from None
     _run_event("run.queued", run, actor)
+    transaction.on_commit(queue_wake)  # a runner's long poll in this process looks at once
+    if task.status not in (Task.Status.READY, Task.Status.IN_PROGRESS):
+        # Pressing Run on a card in any other column means "do this now": the run starts only on a
+        # ready task (run_lifecycle), so the card goes to Ready, where its runner claims it.
+        task_move(actor=actor, task_id=task.pk, status=Task.Status.READY)
     return run
 
 
-def _may_drive(actor: Actor, runner: Runner | None) -> bool:
+def run_requeue_lost(*, actor: Actor, lost: Run) -> Run:
+    """Queue a new run of a lost run's task that resumes it (same provider and prompt). Caller holds
+    the transaction in which ``lost`` ended: the task has no other active run then."""
+    run = Run.objects.create(task_id=lost.task_id, provider=lost.provider, prompt=lost.prompt, resumes=lost)
+    _run_event("run.queued", run, actor, resumes=lost.pk)
+    transaction.on_commit(queue_wake)
+    return run
+
+
+def run_may_drive(actor: Actor, runner: Runner | None) -> bool:
     """Switchyard itself, staff, or the runner holding the run (by a key of scope 'run')."""
     if actor.system or actor.is_staff:
         return True
@@ -146,7 +184,7 @@ def _may_drive(actor: Actor, runner: Runner | None) -> bool:
     return actor.api_key is None or actor.api_key.has_scope(AgentApiKey.Scope.RUN)
 
 
-def _refuse_stale(run: Run, attempt: int | None) -> None:
+def run_refuse_stale(run: Run, attempt: int | None) -> None:
     if attempt is not None and attempt != run.attempt:
         raise DomainError(
             f"Run {run.pk} is at attempt {run.attempt}; attempt {attempt} lost its lease and may not change it.",
@@ -176,8 +214,8 @@ def run_transition(*, actor: Actor, run: Run, to: str, attempt: int | None = Non
         raise DomainError("Assigning a run needs a runner.")
     # The fence first: a runner whose run was handed back or to another runner no longer holds it,
     # and must hear lease_lost (drop it), not forbidden.
-    _refuse_stale(locked, attempt)
-    if not _may_drive(actor, runner):
+    run_refuse_stale(locked, attempt)
+    if not run_may_drive(actor, runner):
         raise DomainError(f"Run {locked.pk} is not held by this runner.", code="forbidden")
     if to not in RUN_TRANSITIONS[locked.status]:
         raise DomainError(
@@ -192,15 +230,22 @@ def _run_move(*, actor: Actor, run: Run, to: str, fields: dict) -> Run:
     """Write a move already checked, on a row the caller holds run, and record its event."""
     now = timezone.now()
     changed = {"status", "updated_at", *fields}
+    restarted = to == S.STARTING and run.status in (S.STARTING, S.RUNNING)
     for name, value in fields.items():
         setattr(run, name, value)
     run.status = to
     if to == S.QUEUED:
-        # Handed back: a new attempt, so the runner that had it is fenced out.
+        # Handed back: a new attempt, so the runner that had it is fenced out; the next runner
+        # works it with an agent of its own.
         run.attempt += 1
         run.runner = None
+        run.agent = None
         run.lease_expires_at = None
-        changed |= {"attempt", "runner", "lease_expires_at"}
+        changed |= {"attempt", "runner", "agent", "lease_expires_at"}
+    elif restarted:
+        # The same runner starts the agent again: a new attempt, so what the dead one sent is refused.
+        run.attempt += 1
+        changed.add("attempt")
     elif to == S.RUNNING and run.started_at is None:
         run.started_at = now
         changed.add("started_at")
@@ -210,8 +255,14 @@ def _run_move(*, actor: Actor, run: Run, to: str, fields: dict) -> Run:
         changed |= {"ended_at", "lease_expires_at"}
     # Only the columns this move owns, so a row read earlier never overwrites another field.
     run.save(update_fields=sorted(changed))
-    if to in _EVENTS:
+    # The task's card shows its run ("queued", "running on build-1"): redrawn after commit.
+    board_push_tasks(task_ids=[run.task_id])
+    if restarted:
+        _run_event("run.resumed", run, actor)
+    elif to in _EVENTS:
         extra = {"exit_code": run.exit_code} if to in (S.SUCCEEDED, S.FAILED) else {}
+        if to == S.SUCCEEDED and run.summary:
+            extra["summary"] = run.summary  # what the run produced, for the ledger and webhooks
         _run_event(_EVENTS[to], run, actor, **extra)
     return run
 
@@ -221,7 +272,7 @@ def run_cancel(*, actor: Actor, run: Run) -> Run:
     """Stop a run: a queued one is cancelled at once; a handed-out one gets ``cancel_requested_at``
     (its runner learns it and ends the run ``cancelled``). Asking twice changes nothing."""
     if not actor.system:  # Switchyard itself cancels too (a card dragged out of In progress)
-        require_orchestrator(actor=actor, what="Cancelling runs")
+        require_run_starter(actor=actor, what="Cancelling runs")
     locked = Run.objects.select_for_update(of=("self",)).select_related("runner").get(pk=run.pk)
     if locked.status == S.QUEUED:
         return _run_move(actor=actor, run=locked, to=S.CANCELLED, fields={})
@@ -232,4 +283,6 @@ def run_cancel(*, actor: Actor, run: Run) -> Run:
     if locked.cancel_requested_at is None:
         locked.cancel_requested_at = timezone.now()
         locked.save(update_fields=["cancel_requested_at", "updated_at"])
+        # Recorded, so webhooks and the live card see "stopping" before the runner reports the end.
+        _run_event("run.cancel_requested", locked, actor)
     return locked

@@ -34,5 +34,19 @@ class Actor:
         """May this actor act for the agent with this id? Staff and the system may act for any."""
         return self.system or self.is_staff or (self.agent is not None and self.agent.pk == agent_id)
 
+    @property
+    def bound_session_id(self) -> str | None:
+        """The session a per-run key is bound to (SPEC §8), or None: any of its agent's sessions."""
+        return self.api_key.session_id if self.api_key is not None else None
+
+    def may_touch_session(self, session) -> bool:
+        """May this actor act on this session? Its agent's sessions (``owns``); for a key bound to a
+        session, only that session and its children. Every lookup of a session named in a request
+        asks this, so a new endpoint inherits the rule by using the selectors."""
+        if not self.owns(session.agent_id):
+            return False
+        bound = self.bound_session_id
+        return bound is None or session.pk == bound or session.parent_id == bound
+
 
 SYSTEM = Actor(system=True)

@@ -91,6 +91,18 @@ def api_key_create(*, agent: Agent, name: str = "", scopes: list[str] | None = N
     return IssuedKey(key=key, api_key=api_key)
 
 
+def api_key_find(*, key: str) -> AgentApiKey | None:
+    """The active key matching ``key``, with its agent, or None. Unlike ``api_key_authenticate`` it is
+    not a use of the key (no last_used_at, no heartbeat, no cache): for checking a key kept in a file."""
+    if not key.startswith(KEY_PREFIX) or len(key) > 200:
+        return None
+    prefix = key[len(KEY_PREFIX) :].split("_", 1)[0]
+    entry = AgentApiKey.objects.select_related("agent").filter(prefix=prefix, revoked_at__isnull=True).first()
+    if entry is None or not hmac.compare_digest(entry.key_hash, _hash(key)):
+        return None
+    return entry
+
+
 def _copy(api_key: AgentApiKey) -> AgentApiKey:
     """A copy of a cached key and of its agent, so a request may change its own freely."""
     agent = copy.copy(api_key.agent)

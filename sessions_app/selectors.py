@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from config.api.errors import DomainError
@@ -24,13 +24,25 @@ def session_get_for_actor(*, actor: Actor, session_id: str, for_update: bool = F
     session = queryset.filter(pk=session_id).first()
     if session is None:
         raise DomainError(f"Session {session_id!r} not found.", code="not_found")
-    if not actor.owns(session.agent_id):
-        raise DomainError(f"Session {session_id!r} belongs to another agent.", code="forbidden")
+    _check_may_touch(actor, session)
     return session
 
 
-# What appending to a session needs of it: who owns it and whether it still takes records.
-_APPEND_FIELDS = ("id", "agent_id", "status")
+def _check_may_touch(actor: Actor, session: AgentSession) -> None:
+    if actor.may_touch_session(session):
+        return
+    if actor.owns(session.agent_id):
+        raise DomainError(
+            f"This key is bound to session {actor.bound_session_id!r}: it acts on that session and its "
+            f"children only, not on {session.pk!r}.",
+            code="forbidden",
+        )
+    raise DomainError(f"Session {session.pk!r} belongs to another agent.", code="forbidden")
+
+
+# What appending to a session needs of it: who owns it, whether it still takes records, and its
+# parent (a key bound to a session may also write to that session's children).
+_APPEND_FIELDS = ("id", "agent_id", "status", "parent_id")
 
 
 @cache
@@ -55,8 +67,7 @@ def session_get_for_append(*, actor: Actor, session_id: str) -> AgentSession:
     if row is None:
         raise DomainError(f"Session {session_id!r} not found.", code="not_found")
     session = AgentSession.from_db(connection.alias, attnames, row)
-    if not actor.owns(session.agent_id):
-        raise DomainError(f"Session {session_id!r} belongs to another agent.", code="forbidden")
+    _check_may_touch(actor, session)
     return session
 
 
@@ -64,7 +75,11 @@ def session_list_for_actor(*, actor: Actor) -> QuerySet[AgentSession]:
     queryset = AgentSession.objects.select_related("agent", "workspace").order_by("-created_at", "id")
     if actor.is_staff:
         return queryset
-    return queryset.filter(agent=actor.agent)
+    queryset = queryset.filter(agent=actor.agent)
+    bound = actor.bound_session_id
+    if bound is not None:
+        queryset = queryset.filter(Q(pk=bound) | Q(parent_id=bound))
+    return queryset
 
 
 def agent_get_by_slug(*, slug: str) -> Agent:

@@ -88,6 +88,13 @@ def session_open(
     existing = AgentSession.objects.filter(pk=session_id).first()
     if existing is not None:
         return _session_reopen(actor=actor, agent=agent, session=existing), False
+    bound = actor.bound_session_id
+    if bound is not None and (parent is None or parent.pk != bound):
+        # A per-run key works inside its run's session: the only sessions it opens are that one's children.
+        raise DomainError(
+            f"This key is bound to session {bound!r}: it opens only child sessions of it (parent={bound!r}).",
+            code="forbidden",
+        )
 
     now = timezone.now()
     workspace = None
@@ -147,6 +154,12 @@ def _check_task_not_held_by_another(*, task, agent: Agent) -> None:
 def _session_reopen(*, actor: Actor, agent: Agent, session: AgentSession) -> AgentSession:
     if session.agent_id != agent.pk or not actor.owns(session.agent_id):
         raise DomainError(f"Session {session.pk!r} already exists and belongs to another agent.", code="conflict")
+    if not actor.may_touch_session(session):
+        raise DomainError(
+            f"This key is bound to session {actor.bound_session_id!r}; session {session.pk!r} is not it "
+            "nor one of its children.",
+            code="forbidden",
+        )
     return session
 
 
@@ -324,6 +337,10 @@ def stream_event_append_one(*, actor: Actor, session_id: str, item: IncomingItem
     db = transaction.get_connection()  # once: each use of the `connection` proxy looks it up again
     if db.vendor != "postgresql" or actor.agent is None or item.client_id is not None:
         return None
+    if actor.bound_session_id not in (None, session_id):
+        # A session-bound key on any other session (a child, or one it may not touch): the general
+        # path decides, through the selectors' one rule (Actor.may_touch_session).
+        return None
     sessions = db.ops.quote_name(AgentSession._meta.db_table)
     events = db.ops.quote_name(StreamEvent._meta.db_table)
     terminal = sorted(AgentSession.TERMINAL)
@@ -383,6 +400,10 @@ def stream_events_append_new(*, actor: Actor, session_id: str, items: list[Incom
     the caller to the general path, which answers replays (200), conflicts (409) and refusals.
     """
     if connection.vendor != "postgresql" or actor.agent is None or not items:
+        return None
+    if actor.bound_session_id not in (None, session_id):
+        # A session-bound key on any other session (a child, or one it may not touch): the general
+        # path decides, through the selectors' one rule (Actor.may_touch_session).
         return None
     sessions = connection.ops.quote_name(AgentSession._meta.db_table)
     events = connection.ops.quote_name(StreamEvent._meta.db_table)

@@ -1,4 +1,4 @@
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from config.api.errors import DomainError
 from ledger.models import ToolInvocation
@@ -27,7 +27,12 @@ def artifact_get_for_actor(*, actor: Actor, artifact_id: int) -> Artifact:
     workspace = artifact.workspace
     if actor.is_staff or workspace.kind == Workspace.Kind.SHARED:
         return artifact
-    if actor.agent is not None and AgentSession.objects.filter(workspace=workspace, agent=actor.agent).exists():
+    sessions = AgentSession.objects.filter(workspace=workspace, agent=actor.agent)
+    bound = actor.bound_session_id
+    if bound is not None:
+        # A per-run key reads only what its session (or a child of it) wrote.
+        sessions = sessions.filter(Q(pk=bound) | Q(parent_id=bound))
+    if actor.agent is not None and sessions.exists():
         return artifact
     raise DomainError(f"Artifact {artifact_id} belongs to another agent's workspace.", code="forbidden")
 

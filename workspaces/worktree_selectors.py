@@ -18,6 +18,33 @@ def repository_get(*, repository_id: int) -> Repository:
     return repository
 
 
+def repository_names() -> list[str]:
+    return list(Repository.objects.order_by("name").values_list("name", flat=True))
+
+
+def repository_choices() -> list[Repository]:
+    """The registered repositories a task may name, by name (the card panel's select): id and name only."""
+    return list(Repository.objects.order_by("name", "id").only("id", "name"))
+
+
+def repository_find(*, name: str) -> Repository | None:
+    return Repository.objects.filter(name=name).first()
+
+
+def repository_get_by_name(*, name: str) -> Repository:
+    """The repository registered under this name; an unknown name is a 400 that lists the known ones,
+    so whoever typed it can correct it."""
+    repository = repository_find(name=name)
+    if repository is None:
+        known = repository_names()
+        raise DomainError(
+            f"Unknown repository {name!r}; known: {', '.join(known) if known else 'none registered'}.",
+            code="invalid",
+            extra={"errors": {"repository": [f"Unknown repository {name!r}."]}, "known": known},
+        )
+    return repository
+
+
 def worktree_get(*, worktree_id: int) -> Worktree:
     """Any agent may read a worktree (the monitor page shows them all); writes check the holder."""
     worktree = Worktree.objects.select_related("repository", "holder").filter(pk=worktree_id).first()

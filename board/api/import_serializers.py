@@ -44,6 +44,9 @@ class PriorityItemOutput(serializers.Serializer):
     labels = serializers.ListField(child=serializers.CharField())
     suggested_agent = serializers.CharField()
     line = serializers.IntegerField(help_text="Line of the item in the file.")
+    repository = serializers.CharField(
+        allow_null=True, help_text="The name its repo:<name> label gives (null: none; see warnings if unknown)."
+    )
 
 
 class FieldChangeOutput(serializers.Serializer):
@@ -82,6 +85,9 @@ class PriorityPreviewOutput(serializers.Serializer):
     new = PriorityItemOutput(many=True)
     changed = PriorityChangeOutput(many=True)
     gone = PriorityGoneOutput(many=True)
+    warnings = serializers.ListField(
+        child=serializers.CharField(), help_text="Imported anyway, but worth a look: an unknown repo:<name> label."
+    )
 
 
 class PriorityApplyCounts(serializers.Serializer):
@@ -100,6 +106,9 @@ class PriorityApplyOutput(serializers.Serializer):
     updated = serializers.ListField(child=serializers.IntegerField())
     blocked = serializers.ListField(child=serializers.IntegerField())
     kept = serializers.ListField(child=serializers.IntegerField())
+    warnings = serializers.ListField(
+        child=serializers.CharField(), help_text="Imported anyway, but worth a look: an unknown repo:<name> label."
+    )
 
 
 class CampaignImportOutput(serializers.Serializer):
@@ -131,6 +140,7 @@ def preview_data(preview) -> dict:
                 "labels": list(i.labels),
                 "suggested_agent": i.suggested_agent,
                 "line": i.line,
+                "repository": i.repository or None,
             }
             for i in preview.new
         ],
@@ -147,6 +157,7 @@ def preview_data(preview) -> dict:
             {"task_id": g.task_id, "title": g.title, "status": g.status, "priority": g.priority, "action": g.action}
             for g in preview.gone
         ],
+        "warnings": preview.warnings,
     }
 
 
@@ -165,4 +176,5 @@ def apply_data(result) -> dict:
         "updated": result.updated,
         "blocked": result.blocked,
         "kept": result.kept,
+        "warnings": result.warnings,
     }

@@ -10,6 +10,9 @@ class TaskOutput(serializers.ModelSerializer):
     assignee = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     session = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     campaign = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    repository = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True, help_text="Where a run of it works (its name)."
+    )
 
     class Meta:
         model = Task
@@ -25,6 +28,7 @@ class TaskOutput(serializers.ModelSerializer):
             "session",
             "campaign",
             "labels",
+            "repository",
             "source_file",
             "external_id",
             "started_at",
@@ -52,6 +56,7 @@ def task_render(task: Task) -> dict:
         "session": task.session_id,
         "campaign": task.campaign_id,
         "labels": task.labels,
+        "repository": task.repository.name if task.repository_id is not None else None,
         "source_file": task.source_file,
         "external_id": task.external_id,
         "started_at": datetime_output(task.started_at),
@@ -74,6 +79,12 @@ class TaskCreateInput(StrictSerializer):
     campaign = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
     suggested_agent = serializers.SlugField(required=False, allow_blank=True, max_length=64, default="")
     external_id = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    repository = serializers.SlugField(
+        required=False,
+        allow_null=True,
+        max_length=100,
+        help_text="The name of a registered repository its runs work in (GET /repositories/ lists them).",
+    )
 
 
 class ClaimNextInput(StrictSerializer):
@@ -165,3 +176,9 @@ class CampaignCreateInput(StrictSerializer):
     starts_on = serializers.DateField(required=False)
     ends_on = serializers.DateField(required=False)
     leads = LeadInput(many=True, required=False)
+    repository = serializers.SlugField(
+        required=False,
+        allow_null=True,
+        max_length=100,
+        help_text="The name of a registered repository the deliverables' runs work in (400 when unknown).",
+    )

@@ -11,6 +11,7 @@ from config.api.schema import lease_lost_response
 from config.api.views import actor_from_request, validate_input
 from sessions_app.actors import Actor
 from sessions_app.selectors import session_get_for_actor
+from workspaces.worktree_selectors import repository_get_by_name
 
 
 def _claiming_agent(actor: Actor):
@@ -40,13 +41,17 @@ class TaskListCreateView(ListAPIView):
         request=s.TaskCreateInput,
         responses={201: s.TaskOutput},
         summary="Create a task (staff or an orchestrating agent)",
+        description="`repository` must name a registered repository (GET /repositories/); another name is a 400 "
+        "listing the known ones.",
     )
     def post(self, request):
         actor = actor_from_request(request)
         services.require_orchestrator(actor=actor, what="Creating tasks")
         data = validate_input(s.TaskCreateInput, request.data)
         campaign = selectors.campaign_get(campaign_id=data.pop("campaign")) if "campaign" in data else None
-        task = services.task_create(actor=actor, campaign=campaign, **data)
+        name = data.pop("repository", None)
+        repository = repository_get_by_name(name=name) if name else None
+        task = services.task_create(actor=actor, campaign=campaign, repository=repository, **data)
         return Response(s.TaskOutput(task).data, status=201)
 
 
@@ -144,13 +149,16 @@ class CampaignListCreateView(ListAPIView):
         request=s.CampaignCreateInput,
         responses={201: s.CampaignOutput},
         summary="Create a campaign from a definition",
-        description="`ends_on` may not be before `starts_on` (400).",
+        description="`ends_on` may not be before `starts_on` (400). `repository` must name a registered repository "
+        "(GET /repositories/); another name is a 400 listing the known ones.",
     )
     def post(self, request):
         actor = actor_from_request(request)
         services.require_orchestrator(actor=actor, what="Creating campaigns")
         data = validate_input(s.CampaignCreateInput, request.data)
-        campaign = services.campaign_create(actor=actor, **data)
+        name = data.pop("repository", None)
+        repository = repository_get_by_name(name=name) if name else None
+        campaign = services.campaign_create(actor=actor, repository=repository, **data)
         return Response(s.CampaignOutput(selectors.campaign_get(campaign_id=campaign.pk)).data, status=201)
 
 

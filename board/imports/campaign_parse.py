@@ -41,6 +41,7 @@ class CampaignDef:
     starts_on: datetime.date | None = None
     ends_on: datetime.date | None = None
     leads: tuple[LeadDef, ...] = ()
+    repository: str = ""  # the name of the registered repository its tasks' runs work in, or ""
 
 
 @dataclass
@@ -186,6 +187,8 @@ def campaign_definition_parse(text: str, *, file_name: str) -> CampaignDef:
         starts_on=_date(doc, "starts_on", errors),
         ends_on=_date(doc, "ends_on", errors),
         leads=_leads(doc, errors),
+        # Checked against the registered repositories by the import (this module reads no database).
+        repository=_text(doc, "repository", errors, path="repository", max_length=100),
     )
     if definition.starts_on and definition.ends_on and definition.ends_on < definition.starts_on:
         errors.add("ends_on", "is before starts_on.")

@@ -27,6 +27,8 @@ from board.services import RANK_STEP
 from config.api.errors import DomainError
 from ledger.events import event_record
 from sessions_app.actors import Actor
+from workspaces.models import Repository
+from workspaces.worktree_selectors import repository_find, repository_names
 
 SUFFIX = ".json"
 CAMPAIGN_FIELDS = ("name", "type", "priority", "deliverables", "target_audience", "goal", "starts_on", "ends_on")
@@ -62,15 +64,31 @@ def campaign_import(*, actor: Actor, file_name: object) -> CampaignImportResult:
     text = import_file_read(root=settings.TASK_DEFS_DIR, name=file_name, suffix=SUFFIX, folder="TASK_DEFS_DIR")
     name = str(file_name)
     definition = campaign_definition_parse(text, file_name=name)
+    repository = _repository(definition, file_name=name)
     try:
         with transaction.atomic():
-            return _import(actor=actor, name=name, definition=definition)
+            return _import(actor=actor, name=name, definition=definition, repository=repository)
     except IntegrityError:
         # Two imports of one new file at once: the unique source_file lets one create it.
         raise DomainError(f"Another import of {name!r} ran at the same time; run it again.", code="conflict") from None
 
 
-def _import(*, actor: Actor, name: str, definition: CampaignDef) -> CampaignImportResult:
+def _repository(definition: CampaignDef, *, file_name: str) -> Repository | None:
+    """The repository the definition names; an unknown name is a 400 like any other bad field."""
+    if not definition.repository:
+        return None
+    repository = repository_find(name=definition.repository)
+    if repository is None:
+        known = repository_names()
+        message = f"is not a registered repository; known: {', '.join(known) if known else 'none registered'}."
+        raise DomainError(
+            f"{file_name!r}: repository {definition.repository!r} {message}",
+            extra={"errors": {"repository": [message]}, "known": known},
+        )
+    return repository
+
+
+def _import(*, actor: Actor, name: str, definition: CampaignDef, repository: Repository | None) -> CampaignImportResult:
     values = {
         "name": definition.name or definition.type,
         "type": definition.type,
@@ -94,7 +112,7 @@ def _import(*, actor: Actor, name: str, definition: CampaignDef) -> CampaignImpo
                 setattr(campaign, field, values[field])
             campaign.save(update_fields=[*changed_fields, "updated_at"])
             _campaign_event("campaign.updated", campaign, actor, fields=changed_fields)
-    tasks_created, tasks_updated = _deliverable_tasks(actor=actor, campaign=campaign, name=name)
+    tasks_created, tasks_updated = _deliverable_tasks(actor=actor, campaign=campaign, name=name, repository=repository)
     leads_created = _leads_add(campaign=campaign, leads=definition.leads)
     result = CampaignImportResult(campaign, created, changed_fields, tasks_created, tasks_updated, leads_created)
     if tasks_created or tasks_updated:
@@ -122,7 +140,9 @@ def _task_fields(campaign: Campaign, deliverable: str) -> dict:
     }
 
 
-def _deliverable_tasks(*, actor: Actor, campaign: Campaign, name: str) -> tuple[list[int], list[int]]:
+def _deliverable_tasks(
+    *, actor: Actor, campaign: Campaign, name: str, repository: Repository | None
+) -> tuple[list[int], list[int]]:
     keys = {deliverable_key(file_name=name, deliverable=d): d for d in campaign.deliverables}
     existing = {task.source_key: task for task in Task.objects.filter(source_key__in=keys).order_by("pk")}
     top = Task.objects.filter(status=Task.Status.READY).aggregate(top=Max("rank"))["top"] or 0
@@ -133,11 +153,22 @@ def _deliverable_tasks(*, actor: Actor, campaign: Campaign, name: str) -> tuple[
         if task is None:
             top += RANK_STEP
             rows.append(
-                Task(status=Task.Status.READY, rank=top, campaign=campaign, source_file=name, source_key=key, **wanted)
+                Task(
+                    status=Task.Status.READY,
+                    rank=top,
+                    campaign=campaign,
+                    repository=repository,
+                    source_file=name,
+                    source_key=key,
+                    **wanted,
+                )
             )
             continue
-        # Title, priority and labels follow the file; status and holder stay with the board.
+        # Title, priority and labels follow the file; status and holder stay with the board. The
+        # repository follows it when the file names one (without one, a card's own choice stays).
         changes = {field: value for field, value in wanted.items() if getattr(task, field) != value}
+        if repository is not None and task.repository_id != repository.pk:
+            changes["repository"] = repository
         if changes:
             Task.objects.filter(pk=task.pk).update(**changes, updated_at=timezone.now())
             _task_event("task.updated", task.pk, actor, title=wanted["title"], fields=sorted(changes))

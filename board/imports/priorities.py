@@ -4,6 +4,9 @@ What a re-import does to a task that already exists:
 - title, description, priority, labels and suggested agent follow the file, whoever holds the task;
 - status and assignee of a task an agent holds (in progress) or a person reviews are never touched;
 - a ticked item (``[x]``) marks its task done unless an agent holds it;
+- a ``repo:<name>`` label sets the task's repository when a repository of that name is registered
+  (an unknown name is a warning in the preview and the result, and the task is imported without
+  one); an item without the label leaves a repository set on the card alone;
 - an unticked item never reopens a task the board moved on (an agent finishing work does not tick
   the file), except one this import had blocked as gone: that goes back to ready.
 An item that disappeared ("gone") is never deleted: a task nobody started (backlog or ready) is
@@ -27,6 +30,7 @@ from board.services import RANK_STEP
 from config.api.errors import DomainError
 from ledger.events import event_record
 from sessions_app.actors import Actor
+from workspaces.models import Repository
 
 SUFFIX = ".md"
 MAX_ITEMS = 2000
@@ -61,6 +65,7 @@ class PriorityPreview:
     changed: list[ChangedTask] = field(default_factory=list)
     unchanged: list[int] = field(default_factory=list)
     gone: list[GoneTask] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # imported anyway: e.g. an unknown repo:<name>
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class PriorityApplyResult:
     blocked: list[int]
     kept: list[int]
     unchanged: int
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed_anything(self) -> bool:
@@ -84,7 +90,7 @@ def priorities_files() -> list[ImportFile]:
 def priorities_preview(*, file_name: object) -> PriorityPreview:
     """What applying ``file_name`` would do now; reads only."""
     name, items = _read(file_name)
-    return _plan(name, items, _existing(name))
+    return _plan(name, items, _existing(name), _repositories(items))
 
 
 def priorities_apply(*, actor: Actor, file_name: object) -> PriorityApplyResult:
@@ -92,9 +98,12 @@ def priorities_apply(*, actor: Actor, file_name: object) -> PriorityApplyResult:
     import_authorise(actor=actor, what="Importing priority files")
     name, items = _read(file_name)
     with transaction.atomic():
-        plan = _plan(name, items, _existing(name, lock=True))
-        created = _create(actor=actor, name=name, items=plan.new)
-        updated = [change.task_id for change in plan.changed if _update(actor=actor, change=change)]
+        repositories = _repositories(items)
+        plan = _plan(name, items, _existing(name, lock=True), repositories)
+        created = _create(actor=actor, name=name, items=plan.new, repositories=repositories)
+        updated = [
+            change.task_id for change in plan.changed if _update(actor=actor, change=change, repositories=repositories)
+        ]
         blocked = [gone.task_id for gone in plan.gone if gone.action == "block" and _block(actor, name, gone)]
         result = PriorityApplyResult(
             file_name=name,
@@ -103,6 +112,7 @@ def priorities_apply(*, actor: Actor, file_name: object) -> PriorityApplyResult:
             blocked=blocked,
             kept=[gone.task_id for gone in plan.gone if gone.action == "keep"],
             unchanged=len(plan.unchanged),
+            warnings=plan.warnings,
         )
         if result.changed_anything:
             event_record(
@@ -126,10 +136,10 @@ def _read(file_name: object) -> tuple[str, list[PriorityItem]]:
 
 
 def _existing(name: str, *, lock: bool = False) -> dict[str, Task]:
-    tasks = Task.objects.filter(source_file=name).exclude(source_key="").order_by("pk")
+    tasks = Task.objects.filter(source_file=name).exclude(source_key="").select_related("repository").order_by("pk")
     if lock:
         # Held until commit, so an agent's claim waits for the import instead of racing its status change.
-        tasks = tasks.select_for_update()
+        tasks = tasks.select_for_update(of=("self",))  # the task rows; the repository is only read
     return {task.source_key: task for task in tasks}
 
 
@@ -137,14 +147,27 @@ def _is_retired(task: Task) -> bool:
     return task.status == Task.Status.BLOCKED and task.error.startswith(GONE_NOTE)
 
 
-def _plan(name: str, items: list[PriorityItem], existing: dict[str, Task]) -> PriorityPreview:
+def _repositories(items: list[PriorityItem]) -> dict[str, Repository]:
+    """The registered repositories the items' ``repo:<name>`` labels name, by name (one query)."""
+    names = {item.repository for item in items if item.repository}
+    return {repo.name: repo for repo in Repository.objects.filter(name__in=names)} if names else {}
+
+
+def _plan(
+    name: str, items: list[PriorityItem], existing: dict[str, Task], repositories: dict[str, Repository]
+) -> PriorityPreview:
     preview = PriorityPreview(file_name=name)
     for item in items:
+        if item.repository and item.repository not in repositories:
+            preview.warnings.append(
+                f"Line {item.line}: no repository is registered as {item.repository!r} (label "
+                f"repo:{item.repository}); the task is imported without one."
+            )
         task = existing.get(item.key)
         if task is None:
             preview.new.append(item)
             continue
-        changes = _changes(task, item)
+        changes = _changes(task, item, repositories)
         if changes:
             preview.changed.append(ChangedTask(task.pk, task.title, task.status, changes))
         else:
@@ -158,7 +181,7 @@ def _plan(name: str, items: list[PriorityItem], existing: dict[str, Task]) -> Pr
     return preview
 
 
-def _changes(task: Task, item: PriorityItem) -> dict[str, tuple[Any, Any]]:
+def _changes(task: Task, item: PriorityItem, repositories: dict[str, Repository]) -> dict[str, tuple[Any, Any]]:
     wanted = {
         "title": item.title,
         "description": item.description,
@@ -167,6 +190,11 @@ def _changes(task: Task, item: PriorityItem) -> dict[str, tuple[Any, Any]]:
         "suggested_agent": item.suggested_agent,
     }
     changes = {name: (getattr(task, name), value) for name, value in wanted.items() if getattr(task, name) != value}
+    # By name, as the preview shows it; only a known name moves it (no label, or an unknown one,
+    # leaves what a person set on the card).
+    current = task.repository.name if task.repository_id is not None else None
+    if item.repository in repositories and item.repository != current:
+        changes["repository"] = (current, item.repository)
     status = _wanted_status(task, item)
     if status is not None and status != task.status:
         changes["status"] = (task.status, status)
@@ -189,7 +217,7 @@ def _status_of(item: PriorityItem) -> str:
     return Task.Status.DONE if item.done else Task.Status.READY
 
 
-def _create(*, actor: Actor, name: str, items: list[PriorityItem]) -> list[int]:
+def _create(*, actor: Actor, name: str, items: list[PriorityItem], repositories: dict[str, Repository]) -> list[int]:
     """Insert the new items at the end of their columns, in file order; one task.created each."""
     if not items:
         return []
@@ -214,6 +242,7 @@ def _create(*, actor: Actor, name: str, items: list[PriorityItem]) -> list[int]:
                 priority=item.priority,
                 rank=tops[status],
                 labels=list(item.labels),
+                repository=repositories.get(item.repository),
                 suggested_agent=item.suggested_agent,
                 source_file=name,
                 source_key=item.key,
@@ -231,9 +260,11 @@ def _create(*, actor: Actor, name: str, items: list[PriorityItem]) -> list[int]:
     return [task.pk for task in tasks]
 
 
-def _update(*, actor: Actor, change: ChangedTask) -> bool:
+def _update(*, actor: Actor, change: ChangedTask, repositories: dict[str, Repository]) -> bool:
     """Write one task's changes; conditional on its status, so a task claimed meanwhile keeps its holder."""
     values = {name: after for name, (_, after) in change.changes.items()}
+    if "repository" in values:
+        values["repository"] = repositories[values["repository"]]
     now = timezone.now()
     if values.get("status") == Task.Status.DONE:
         values["finished_at"] = now

@@ -22,8 +22,11 @@ MARKER_WORDS = {"critical": "P0", "high": "P1", "medium": "P2", "low": "P3"}
 LEADING_CODE = re.compile(r"^[\[(]?P[0-3][\])]?\s*[:\-–—|]?\s*", re.I)
 NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)]?|[IVXivx]+\.)\s+")
 AGENT = re.compile(r"(?<!\S)@([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?![\w@.-])")
-# A label must start with a letter, so "fix #123" keeps its issue number in the title.
-TAG = re.compile(r"(?<!\S)#([A-Za-z][\w-]{0,99})(?![\w#])")
+# A label must start with a letter, so "fix #123" keeps its issue number in the title. It may be
+# scoped, "#repo:shop" or "#runner:gpu" (a colon, then a name); "#bug: text" is still the label "bug".
+TAG = re.compile(r"(?<!\S)#([A-Za-z][\w-]{0,99}(?::[A-Za-z0-9][\w-]{0,99})?)(?![\w#])")
+# The label naming the repository the task's runs work in (SPEC §8): "repo:<name>".
+REPO_LABEL = "repo:"
 DEFAULT_PRIORITY = "P2"
 MAX_TITLE = 500
 MAX_LABEL = 100
@@ -39,6 +42,7 @@ class PriorityItem:
     labels: tuple[str, ...]
     suggested_agent: str
     line: int  # 1-based, for messages
+    repository: str = ""  # the name in its first "repo:<name>" label; the label stays a label too
 
 
 @dataclass
@@ -176,4 +180,10 @@ def _item(current: _Open, *, file_name: str, file_priority: str | None, seen: di
         labels=tuple(dict.fromkeys(labels)),
         suggested_agent=agent,
         line=current.line,
+        repository=label_repository(labels),
     )
+
+
+def label_repository(labels) -> str:
+    """The repository name a ``repo:<name>`` label gives, or ""."""
+    return next((label[len(REPO_LABEL) :] for label in labels if label.startswith(REPO_LABEL)), "")

@@ -1,4 +1,5 @@
-"""The kanban board page, its task panel and card moves. Thin: selectors read, task_move writes."""
+"""The kanban board page, its task panel and card moves. Thin: selectors read, task_move writes
+(through runners/card_moves.py, which also stops the run of a card dragged out of In progress)."""
 
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
@@ -13,10 +14,10 @@ from board.board_selectors import (
 )
 from board.live import board_cards_render, board_seq_current, task_url_prefix
 from board.models import Task
-from board.moves import task_move
 from board.pages.filters import BoardFilter
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for
+from runners.card_moves import task_move_stopping_runs
 from sessions_app.actors import Actor
 
 FILTER_NAMES = ("assignee", "campaign", "priority", "label", "q")
@@ -73,7 +74,7 @@ def _optional_id(value: str | None, name: str) -> int | None:
 def task_move_view(request, task_id: int):
     """Move a card; answers the moved card(s) and column counts as the push would, or a message."""
     try:
-        result = task_move(
+        result = task_move_stopping_runs(
             actor=Actor(user=request.user),
             task_id=task_id,
             status=request.POST.get("status", ""),

@@ -17,6 +17,7 @@ from board.imports.priorities import priorities_apply, priorities_files, priorit
 from board.imports.selectors import campaign_progress_list
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for
+from runners.services_pages import RunsQueued, runs_queue_for_tasks
 from sessions_app.actors import Actor
 
 
@@ -54,10 +55,32 @@ def priorities_apply_view(request):
             return render(request, "board/_priority_preview.html", {"file": file_name, "error": exc.message})
         messages.error(request, exc.message)
         return redirect("board:priorities")
+    # "Run with": after the import committed, so a refused run never undoes it (runners/services_pages.py).
+    runs = runs_queue_for_tasks(actor=Actor(user=request.user), task_ids=result.created, provider=_run_with(request))
     if request.htmx:
-        return render(request, "board/_priority_result.html", {"result": result})
+        return render(request, "board/_priority_result.html", {"result": result, "runs": runs})
     messages.success(request, _applied_message(result))
+    for warning in result.warnings:
+        messages.warning(request, warning)
+    _runs_message(request, runs)
     return redirect(f"{reverse('board:priorities')}?{urlencode({'file': file_name})}")
+
+
+def _run_with(request) -> str:
+    return request.POST.get("run_with", "")
+
+
+def _runs_message(request, runs: RunsQueued | None) -> None:
+    if runs is None:
+        return
+    if runs.runs:
+        messages.success(
+            request, f"Queued {len(runs.runs)} run{'s' if len(runs.runs) != 1 else ''} with {runs.provider}."
+        )
+    elif not runs.refused:
+        messages.info(request, f"No new ready task to run with {runs.provider}.")
+    for refusal in runs.refused:
+        messages.error(request, refusal)
 
 
 def _applied_message(result) -> str:
@@ -87,6 +110,9 @@ def campaigns_import_view(request):
     except DomainError as exc:
         messages.error(request, exc.message)
         return redirect("board:campaigns")
+    runs = runs_queue_for_tasks(
+        actor=Actor(user=request.user), task_ids=result.tasks_created, provider=_run_with(request)
+    )
     campaign = result.campaign
     if result.created:
         text = f"Started campaign {campaign.name!r} with {len(result.tasks_created)} deliverable tasks."
@@ -98,4 +124,5 @@ def campaigns_import_view(request):
     else:
         text = f"Campaign {campaign.name!r} was already up to date."
     messages.success(request, text)
+    _runs_message(request, runs)
     return redirect(f"{reverse('board:campaigns')}#campaign-{campaign.pk}")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from board.pages import board_views, import_views
+from board.pages import board_views, import_views, task_repository_views
 
 app_name = "board"
 
@@ -8,6 +8,7 @@ urlpatterns = [
     path("", board_views.board, name="board"),
     path("tasks/<int64:task_id>/", board_views.task_panel, name="task"),
     path("tasks/<int64:task_id>/move/", board_views.task_move_view, name="task_move"),
+    path("tasks/<int64:task_id>/repository/", task_repository_views.task_repository_view, name="task_repository"),
     path("priorities/", import_views.priorities, name="priorities"),
     path("campaigns/", import_views.campaigns, name="campaigns"),
     path("priorities/preview/", import_views.priorities_preview_partial, name="priorities_preview"),

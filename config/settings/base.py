@@ -249,6 +249,24 @@ API_KEY_THROTTLE_RATE = env_rate("API_KEY_THROTTLE_RATE", "3000/s")
 # another process applies within it; one made by this process at once (sessions_app/keys.py).
 API_KEY_CACHE_SECONDS = 2
 HEARTBEAT_TTL_SECONDS = env_int("HEARTBEAT_TTL_SECONDS", 300, minimum=1)
+# Runners (SPEC §8). A run's lease lasts this long past the runner's last heartbeat or poll; when it
+# lapses the run goes back to the queue (assigned) or is lost (started), and a runner unseen this
+# long is offline. Runners heartbeat every RUNNER_HEARTBEAT_SECONDS, well inside the lease.
+RUNNER_LEASE_SECONDS = env_int("RUNNER_LEASE_SECONDS", 60, minimum=5)
+RUNNER_HEARTBEAT_SECONDS = env_int("RUNNER_HEARTBEAT_SECONDS", 10, minimum=1)
+# A lost run (its runner vanished mid-run) is queued again as a new run that resumes it.
+RUNNER_REQUEUE_LOST = env_bool("RUNNER_REQUEUE_LOST", True)
+# A run handed out must be acknowledged (moved to starting) within this many seconds, else it goes
+# back to the queue. Its lease is not renewed by heartbeats: a runner killed while its long poll was
+# open may still be handed a run, and nobody would ever start it.
+RUNNER_ASSIGN_ACK_SECONDS = env_int("RUNNER_ASSIGN_ACK_SECONDS", 15, minimum=1)
+# The longest the server holds a runner's long poll, whatever it asks (at most 30 s): lower it
+# when a proxy in front closes idle requests sooner.
+RUNNER_POLL_MAX_SECONDS = env_int("RUNNER_POLL_MAX_SECONDS", 30, minimum=0)
+# The largest body of one POST /runs/{id}/log/ (streamed to the log, fsynced once at its end): a
+# runner ships its whole backlog in one request up to this, so a large log is a few requests, not
+# one per MiB. Larger bodies are 413.
+RUNNER_LOG_CHUNK_MAX_BYTES = env_int("RUNNER_LOG_CHUNK_MAX_BYTES", 64 * 1024 * 1024, minimum=1)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -292,6 +310,8 @@ SPECTACULAR_SETTINGS = {
         "CampaignStatusEnum": "board.models.Campaign.Status",
         "LeadStatusEnum": "board.models.Lead.Status",
         "WorktreeStatusEnum": "workspaces.models.Worktree.Status",
+        "RunStatusEnum": "runners.models.Run.Status",
+        "RunnerStatusEnum": "runners.models.Runner.Status",
     },
 }
 

@@ -1,8 +1,12 @@
+import json
+
 from rest_framework import serializers
 
 from config.api.fields import StrictSerializer
+from config.api.parsers import INT64_MAX
 from config.api.redacted_fields import RedactedCharField
-from runners.models import Run
+from runners.models import Run, Runner
+from sessions_app.api.views import ResumeOutput
 
 PROVIDER_PATTERN = r"^[A-Za-z0-9._-]{1,64}\Z"
 
@@ -12,6 +16,12 @@ class RunOutput(serializers.ModelSerializer):
     session = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     runner = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
     resumes = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    agent = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True, allow_null=True, help_text="The agent that works it: <provider>-at-<runner>."
+    )
+    summary = serializers.DictField(
+        read_only=True, help_text="What it produced: commits_ahead, files_changed, patch, artifacts ({} until it ends)."
+    )
 
     class Meta:
         model = Run
@@ -21,12 +31,15 @@ class RunOutput(serializers.ModelSerializer):
             "session",
             "runner",
             "provider",
+            "agent",
             "prompt",
             "workdir",
             "status",
             "attempt",
             "pid",
             "exit_code",
+            "error",
+            "summary",
             "started_at",
             "ended_at",
             "lease_expires_at",
@@ -51,3 +64,169 @@ class RunQueueInput(StrictSerializer):
         max_length=100_000,
         help_text="What the agent is asked; default: the task's title and description.",
     )
+
+
+INT32_MAX = 2**31 - 1
+SUMMARY_MAX_BYTES = 64 * 1024
+
+
+class RunDetailOutput(RunOutput):
+    """A run with who works it and how it ended (what the runner endpoints answer)."""
+
+    agent = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+
+    class Meta(RunOutput.Meta):
+        fields = [*RunOutput.Meta.fields, "agent", "error", "summary"]
+
+
+class RunnerOutput(serializers.ModelSerializer):
+    agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = Runner
+        fields = [
+            "name",
+            "agent",
+            "host",
+            "labels",
+            "providers",
+            "capacity",
+            "version",
+            "status",
+            "last_seen_at",
+        ]
+
+
+class HeldRunReport(StrictSerializer):
+    id = serializers.IntegerField(min_value=1, max_value=INT64_MAX)
+    attempt = serializers.IntegerField(min_value=1, max_value=INT32_MAX)
+    pid = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT32_MAX)
+    alive = serializers.BooleanField(required=False)
+
+
+class HeartbeatInput(StrictSerializer):
+    """Every field is optional; what is sent replaces the runner's."""
+
+    host = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, max_length=100, help_text='e.g. ["linux", "gpu"]'
+    )
+    providers = serializers.ListField(
+        child=serializers.RegexField(PROVIDER_PATTERN, max_length=64, trim_whitespace=False),
+        required=False,
+        max_length=100,
+        help_text='The providers it offers, e.g. ["claude", "demo"].',
+    )
+    capacity = serializers.IntegerField(required=False, min_value=1, max_value=10_000)
+    version = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    draining = serializers.BooleanField(required=False, help_text="Finish the runs held; take no new ones.")
+    runs = HeldRunReport(many=True, required=False, help_text="The runs the runner believes it holds.")
+
+
+class HeldRunOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    status = serializers.CharField()
+    cancel = serializers.BooleanField(help_text="A person asked it to stop.")
+    session = serializers.CharField(allow_null=True)
+    provider = serializers.CharField()
+
+
+class HeartbeatOutput(serializers.Serializer):
+    runner = RunnerOutput()
+    lease_seconds = serializers.IntegerField()
+    heartbeat_seconds = serializers.IntegerField()
+    held = HeldRunOutput(many=True, help_text="Every active run this runner holds, as the server sees it.")
+    cancel = serializers.ListField(child=serializers.IntegerField(), help_text="Held runs to stop.")
+    dropped = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Runs reported that it no longer holds (ended, or another attempt)."
+    )
+
+
+class JsonNumberField(serializers.FloatField):
+    """A JSON number only: DRF's FloatField would take "5" and true."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class NextInput(StrictSerializer):
+    wait = JsonNumberField(
+        required=False, default=25, min_value=0, max_value=30, help_text="Seconds to wait for work; 0 answers at once."
+    )
+
+
+class RepositoryBrief(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    path = serializers.CharField()
+    default_branch = serializers.CharField()
+
+
+class AssignedTaskOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    type = serializers.CharField(allow_blank=True, help_text="From a `type:<slug>` label; '' when none.")
+    labels = serializers.ListField(child=serializers.CharField())
+    repository = RepositoryBrief(allow_null=True)
+
+
+class ResumesOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    session = serializers.CharField(allow_null=True)
+
+
+class AssignmentOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    provider = serializers.CharField()
+    prompt = serializers.CharField(allow_blank=True)
+    task = AssignedTaskOutput()
+    resumes = ResumesOutput(allow_null=True)
+
+
+class NextOutput(serializers.Serializer):
+    runs = AssignmentOutput(many=True)
+    cancel = serializers.ListField(child=serializers.IntegerField(), help_text="Held runs to stop.")
+
+
+class RunStatusInput(StrictSerializer):
+    attempt = serializers.IntegerField(min_value=1, max_value=INT32_MAX, help_text="The attempt the runner holds.")
+    status = serializers.ChoiceField(choices=["starting", "running", "succeeded", "failed", "cancelled"])
+    pid = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT32_MAX)
+    exit_code = serializers.IntegerField(required=False, allow_null=True, min_value=-INT32_MAX - 1, max_value=INT32_MAX)
+    workdir = serializers.CharField(required=False, allow_blank=True, max_length=1000, trim_whitespace=False)
+    log_path = serializers.CharField(required=False, allow_blank=True, max_length=1000, trim_whitespace=False)
+    error = RedactedCharField(
+        required=False,
+        allow_blank=True,
+        max_length=10_000,
+        help_text="Why it failed: exit code, last lines of the log.",
+    )
+    summary = serializers.DictField(
+        required=False, help_text="What it produced: commits_ahead, files_changed, patch, artifacts."
+    )
+
+    def validate_summary(self, value):
+        if len(json.dumps(value, ensure_ascii=False).encode()) > SUMMARY_MAX_BYTES:
+            raise serializers.ValidationError(f"At most {SUMMARY_MAX_BYTES} bytes of JSON.")
+        return value
+
+
+class RunStatusOutput(serializers.Serializer):
+    run = RunDetailOutput()
+    attempt = serializers.IntegerField(required=False, help_text="-> starting: the attempt to use from now on.")
+    session = serializers.CharField(required=False, help_text="-> starting: the run's session.")
+    agent_key = serializers.CharField(
+        required=False, help_text="-> starting: the per-run agent key for the agent's environment; shown once."
+    )
+    resume = ResumeOutput(
+        required=False, allow_null=True, help_text="-> starting: what to resume from (a restart, or the run resumed)."
+    )
+
+
+class RunLogOutput(serializers.Serializer):
+    offset = serializers.IntegerField(help_text="The log's size now: where the next chunk starts.")

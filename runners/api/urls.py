@@ -7,4 +7,8 @@ urlpatterns = [
     path("runs/", views.RunListView.as_view(), name="run-list"),
     path("runs/<int64:run_id>/", views.RunDetailView.as_view(), name="run-detail"),
     path("runs/<int64:run_id>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<int64:run_id>/status/", views.RunStatusView.as_view(), name="run-status"),
+    path("runs/<int64:run_id>/log/", views.RunLogView.as_view(), name="run-log"),
+    path("runners/me/heartbeat/", views.RunnerHeartbeatView.as_view(), name="runner-heartbeat"),
+    path("runners/me/next/", views.RunnerNextView.as_view(), name="runner-next"),
 ]

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from board.api.serializers import TaskOutput
 from config.api.errors import DomainError
+from config.api.permissions import ANY_SCOPE
 from config.api.schema import one_or_batch, one_or_batch_output
 from config.api.views import actor_from_request, incoming_items, validate_input, write_response
 from config.idempotency import IncomingItem, canonical_sha256
@@ -42,6 +43,8 @@ class BatchOutput(serializers.Serializer):
 
 
 class AgentMeView(APIView):
+    allowed_scopes = ANY_SCOPE  # a runner's key may ask who it is, too
+
     @extend_schema(responses=s.AgentOutput, summary="Who am I (the agent behind the key)")
     def get(self, request):
         actor = actor_from_request(request)
@@ -154,19 +157,21 @@ class SessionResumeView(APIView):
     @extend_schema(responses=ResumeOutput, summary="What a restarted agent needs to pick up where it stopped")
     def get(self, request, session_id: str):
         session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
-        state = selectors.session_resume(session=session)
-        return Response(
-            {
-                "session": s.SessionOutput(state.session).data,
-                "status": state.session.status,
-                "checkpoint": s.CheckpointOutput(state.checkpoint).data if state.checkpoint else None,
-                "open_tool_calls": ToolCallOutput(state.open_tool_calls, many=True).data,
-                "milestones": s.MilestoneOutput(state.milestones, many=True).data,
-                "claimed_tasks": TaskOutput(state.claimed_tasks, many=True).data,
-                "claimed_worktrees": WorktreeOutput(state.claimed_worktrees, many=True).data,
-                "last_event_seq": state.last_event_seq,
-            }
-        )
+        return Response(resume_body(selectors.session_resume(session=session)))
+
+
+def resume_body(state: selectors.ResumeState) -> dict:
+    """ResumeOutput's body; a runner's start answer carries it too (runners/api/views.py)."""
+    return {
+        "session": s.SessionOutput(state.session).data,
+        "status": state.session.status,
+        "checkpoint": s.CheckpointOutput(state.checkpoint).data if state.checkpoint else None,
+        "open_tool_calls": ToolCallOutput(state.open_tool_calls, many=True).data,
+        "milestones": s.MilestoneOutput(state.milestones, many=True).data,
+        "claimed_tasks": TaskOutput(state.claimed_tasks, many=True).data,
+        "claimed_worktrees": WorktreeOutput(state.claimed_worktrees, many=True).data,
+        "last_event_seq": state.last_event_seq,
+    }
 
 
 class SessionEventsView(APIView):

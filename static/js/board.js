@@ -88,6 +88,7 @@
         placeCard(el);
         htmx.process(el);
         if (hadFocus) el.focus({ preventScroll: true });
+        refreshPanelFor(el);
       } else if (old) {
         old.replaceWith(el);
       }
@@ -254,6 +255,22 @@
       if (!panel.open) panel.showModal();
       const heading = document.getElementById("task-panel-title");
       if (heading) { heading.tabIndex = -1; heading.focus(); }
+    });
+  }
+  // The open panel follows its card: when a push puts the card in another column (a run took it or
+  // ended, someone else moved it) the panel is fetched again, unless the person is writing in it.
+  function refreshPanelFor(card) {
+    const detail = panelBody.querySelector(".task-detail");
+    if (!panel.open || !detail || detail.dataset.id !== card.dataset.id) return;
+    if (detail.dataset.status === card.dataset.status) return;
+    const active = document.activeElement;
+    const focusInside = panelBody.contains(active);
+    if (focusInside && active.matches("input, textarea, select")) return;
+    if (Array.from(panelBody.querySelectorAll("textarea")).some((field) => field.value)) return;
+    const link = card.querySelector(".card-title");
+    htmx.ajax("GET", link.getAttribute("href"), { target: "#task-panel-body", swap: "innerHTML" }).then(() => {
+      const heading = document.getElementById("task-panel-title");
+      if (focusInside && heading) { heading.tabIndex = -1; heading.focus(); }
     });
   }
   panel.addEventListener("close", () => {

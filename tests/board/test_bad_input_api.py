@@ -116,13 +116,14 @@ def test_nul_and_lone_surrogates_in_a_text_field_are_400_and_nothing_is_written(
 
 
 EXPECTED_FIELDS = {
-    "create task": "title, description, status, priority, labels, campaign, suggested_agent, external_id",
+    "create task": "title, description, status, priority, labels, campaign, suggested_agent, external_id, repository",
     "claim next": "session, campaign",
     "claim": "session",
     "release": None,
     "complete": "review",
     "fail": "error, retry",
-    "create campaign": "type, name, priority, deliverables, target_audience, goal, starts_on, ends_on, leads",
+    "create campaign": "type, name, priority, deliverables, target_audience, goal, starts_on, ends_on, leads, "
+    "repository",
 }
 
 

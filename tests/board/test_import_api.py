@@ -47,6 +47,7 @@ def test_dry_run_answers_the_preview_and_writes_nothing(orchestrator_client, rep
                 "labels": ["Plan", "Backend"],
                 "suggested_agent": "claude-1",
                 "line": 3,
+                "repository": None,
             },
             {
                 "title": "Ship it",
@@ -56,10 +57,12 @@ def test_dry_run_answers_the_preview_and_writes_nothing(orchestrator_client, rep
                 "labels": ["Plan", "Backend"],
                 "suggested_agent": "",
                 "line": 4,
+                "repository": None,
             },
         ],
         "changed": [],
         "gone": [],
+        "warnings": [],
     }
     assert board_state() == before
 
@@ -77,6 +80,7 @@ def test_apply_answers_counts_and_ids_and_a_second_apply_changes_nothing(orchest
         "updated": [],
         "blocked": [],
         "kept": [],
+        "warnings": [],
     }
     before = board_state()
     again = post_json(orchestrator_client, PRIORITIES, {"file": "plan.md"})

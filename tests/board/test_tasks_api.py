@@ -51,6 +51,7 @@ def test_staff_creates_a_ready_task_at_the_bottom_of_its_column(staff_client):
         "session": None,
         "campaign": None,
         "labels": [],
+        "repository": None,
         "source_file": "",
         "external_id": "",
         "started_at": None,

@@ -35,6 +35,7 @@ def test_it_creates_every_schedule_of_the_code(settings):
         "webhooks: retry due deliveries": ("ledger.tasks.webhooks_retry_due_task", 60, "seconds", True, 60),
         "sync: state snapshots to database": ("board.tasks.state_sync_task", 45, "seconds", True, 45),
         "observer: reconcile workspaces": ("workspaces.tasks.workspace_reconcile_task", 600, "seconds", True, 600),
+        "runners: expire run leases": ("runners.tasks.runs_expire_leases_task", 15, "seconds", True, 15),
         "archival: archive due workspaces": (
             "workspaces.archive_tasks.workspaces_archive_due_task",
             3600,
@@ -43,7 +44,7 @@ def test_it_creates_every_schedule_of_the_code(settings):
             3600,
         ),
     }
-    assert output.count("created") == 5
+    assert output.count("created") == 6
 
 
 def test_a_second_run_changes_nothing():
@@ -56,7 +57,7 @@ def test_a_second_run_changes_nothing():
     assert _rows() == rows
     assert IntervalSchedule.objects.count() == intervals
     assert PeriodicTasks.last_change() == changed_marker  # a running beat has nothing to reload
-    assert output.count("unchanged") == 5 and "created" not in output
+    assert output.count("unchanged") == 6 and "created" not in output
 
 
 def test_a_schedule_paused_in_the_admin_stays_paused_and_the_rest_is_put_back(settings):
@@ -76,7 +77,7 @@ def test_a_schedule_paused_in_the_admin_stays_paused_and_the_rest_is_put_back(se
     assert _rows()["sync: state snapshots to database"] == ("board.tasks.state_sync_task", 120, "seconds", False, 120)
     assert "updated  sync: state snapshots to database (paused in the admin; left paused)" in output
     assert "task: board.tasks.something_else → board.tasks.state_sync_task" in output
-    assert output.count("unchanged") == 4
+    assert output.count("unchanged") == 5
 
 
 def test_a_deleted_schedule_is_created_again():

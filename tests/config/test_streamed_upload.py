@@ -28,6 +28,8 @@ async def _arequest(
     content_type: bytes = b"application/octet-stream",
     headers: list[tuple[bytes, bytes]] = (),
     messages: list | None = None,
+    query: bytes = b"",
+    declare_length: bool = True,
 ):
     scope = {
         "type": "http",
@@ -37,13 +39,13 @@ async def _arequest(
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
-        "query_string": b"",
+        "query_string": query,
         "root_path": "",
         "headers": [
             (b"host", b"127.0.0.1"),
             (b"authorization", f"Bearer {key}".encode()),
             (b"content-type", content_type),
-            (b"content-length", str(sum(len(c) for c in chunks)).encode()),
+            *([(b"content-length", str(sum(len(c) for c in chunks)).encode())] if declare_length else []),
             *headers,
         ],
         "client": ("127.0.0.1", 5000),

@@ -57,3 +57,41 @@ def make_run(person, runner):
         return run
 
     return make
+
+
+@pytest.fixture
+def runner_client(runner_and_key):
+    """build-1 (labels linux, capacity 2), online and offering demo and claude, as a client with its key."""
+    from runners.models import Runner
+    from tests.runners.runner_clients import client_with_key
+
+    runner, issued = runner_and_key
+    Runner.objects.filter(pk=runner.pk).update(providers=["demo", "claude"], status=Runner.Status.ONLINE)
+    runner.refresh_from_db()
+    client = client_with_key(issued.key)
+    client.runner = runner
+    return client
+
+
+@pytest.fixture
+def other_runner_client(db):
+    """Another runner, build-2, offering the same providers."""
+    from runners.models import Runner
+    from tests.runners.runner_clients import client_with_key
+
+    runner, issued, _ = runner_key_create(name="build-2", labels=["linux"], capacity=2)
+    Runner.objects.filter(pk=runner.pk).update(providers=["demo", "claude"], status=Runner.Status.ONLINE)
+    runner.refresh_from_db()
+    client = client_with_key(issued.key)
+    client.runner = runner
+    return client
+
+
+@pytest.fixture
+def queue_run(person):
+    """Queue a run of a fresh ready task: ``queue_run(provider="demo", labels=[...])``."""
+
+    def queue(provider: str = "demo", **task_fields) -> Run:
+        return run_queue(actor=person, task=TaskFactory(**task_fields), provider=provider)
+
+    return queue

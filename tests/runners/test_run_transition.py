@@ -33,15 +33,16 @@ def test_the_machine_is_the_one_the_spec_describes():
     assert machine == {
         S.QUEUED: {S.ASSIGNED, S.CANCELLED},
         S.ASSIGNED: {S.QUEUED, S.STARTING, S.FAILED, S.CANCELLED, S.LOST},
-        S.STARTING: {S.RUNNING, S.FAILED, S.CANCELLED, S.LOST},
-        S.RUNNING: {S.SUCCEEDED, S.FAILED, S.CANCELLED, S.LOST},
+        # -> starting again: the holder restarted after a crash (attempt + 1, run.resumed)
+        S.STARTING: {S.STARTING, S.RUNNING, S.FAILED, S.CANCELLED, S.LOST},
+        S.RUNNING: {S.STARTING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.LOST},
         S.SUCCEEDED: set(),
         S.FAILED: set(),
         S.CANCELLED: set(),
         S.LOST: set(),
     }
-    assert len(LEGAL) == 15
-    assert len(ILLEGAL) == 64 - 15
+    assert len(LEGAL) == 17
+    assert len(ILLEGAL) == 64 - 17
 
 
 @pytest.mark.parametrize(("start", "to"), LEGAL, ids=lambda s: str(s))
@@ -60,14 +61,19 @@ def test_a_legal_move_is_taken_and_records_its_event(make_run, runner, runner_ac
     assert moved.status == stored.status == to
     assert (stored.ended_at is not None) == (to in Run.TERMINAL)
     assert (stored.started_at is not None) == (to == S.RUNNING or start == S.RUNNING)
+    restart = start in (S.STARTING, S.RUNNING) and to == S.STARTING
     if to == S.QUEUED:
         assert (stored.attempt, stored.runner_id, stored.lease_expires_at) == (run.attempt + 1, None, None)
+    elif restart:
+        assert (stored.attempt, stored.runner_id) == (run.attempt + 1, runner.pk)
     else:
         held = not (start == S.QUEUED and to == S.CANCELLED)  # cancelled before any runner had it
         assert (stored.attempt, stored.runner_id) == (run.attempt, runner.pk if held else None)
     # and exactly the event of the move, if it has one, was recorded
     new = list(Event.objects.exclude(pk__in=events_before).values("name", "subject_type", "subject_id", "actor"))
-    if to in EVENT_OF:
+    if restart:
+        assert new == [{"name": "run.resumed", "subject_type": "run", "subject_id": str(run.pk), "actor": actor.label}]
+    elif to in EVENT_OF:
         assert new == [{"name": EVENT_OF[to], "subject_type": "run", "subject_id": str(run.pk), "actor": actor.label}]
     else:
         assert new == []

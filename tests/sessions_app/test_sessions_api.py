@@ -96,6 +96,26 @@ def test_list_filters_by_status(agent_client, agent):
     assert [row["status"] for row in response.json()["results"]] == ["completed"]
 
 
+def test_list_filters_by_start_time_with_any_offset_python_takes(agent_client, agent):
+    # PostgreSQL refuses an offset past ±15:59 in a query; the filter compares in UTC instead
+    from datetime import UTC, datetime
+
+    SessionFactory(agent=agent, started_at=datetime(1124, 10, 25, 12, 0, tzinfo=UTC))
+    SessionFactory(agent=agent, started_at=datetime(1124, 10, 25, 16, 0, tzinfo=UTC))
+
+    response = agent_client.get("/api/v1/sessions/?started_after=1124-10-24T22:42:19-16:42")
+
+    assert response.status_code == 200
+    assert len(response.json()["results"]) == 1  # 1124-10-25T15:24:19Z and later
+
+
+def test_a_start_time_out_of_range_in_utc_is_a_400_naming_it(agent_client):
+    response = agent_client.get("/api/v1/sessions/?started_before=0001-01-01T00:00:00%2B01:00")
+
+    assert response.status_code == 400
+    assert "started_before" in response.json()["errors"]
+
+
 def test_list_query_count_does_not_grow_with_rows(agent_client, agent, django_assert_num_queries):
     SessionFactory.create_batch(2, agent=agent)
     agent_client.get("/api/v1/agents/me/")  # the key's first use writes last_used_at once

@@ -43,6 +43,8 @@ class Command(BaseCommand):
                 f"{len(result.blocked)} blocked, {len(result.kept)} kept, {result.unchanged} unchanged."
             )
         )
+        for warning in result.warnings:
+            self.stdout.write(self.style.WARNING(f"Warning: {warning}"))
 
     def _show(self, preview):
         self.stdout.write(

@@ -29,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
             return 3
         serve_mcp()
         return 0
+    if argv[:1] == ["runner"]:
+        # A daemon with its own options and help (see runner_cli.py).
+        from switchyard_client.runner_cli import main as runner_main
+
+        return runner_main(argv[1:])
     import json
 
     args = build_parser().parse_args(argv)
@@ -185,6 +190,7 @@ def build_parser():
     resume = sub.add_parser("resume", help="what to pick up: checkpoint, open tool calls, milestones, claims")
     resume.add_argument("id", nargs="?")
     sub.add_parser("hook", help="record one Claude Code hook payload from stdin (always exits 0)")
+    sub.add_parser("runner", help="run agents for Switchyard on this machine (see `switchyard runner --help`)")
     sub.add_parser(
         "mcp",
         help="serve the Model Context Protocol over stdio (needs the mcp extra)",

@@ -83,6 +83,10 @@ class LeaseLost(Conflict):
         if body.get("task") is not None:
             what, why = f"task {body['task']}", f"no heartbeat for {body.get('ttl_seconds', '?')} s"
             again = f"claim it again (switchyard task claim {body['task']})"
+        elif body.get("run") is not None:
+            # A runner's run handed back or to another runner: its attempt no longer holds it.
+            message = body.get("message") or f"run {body['run']} is at attempt {body.get('attempt', '?')}"
+            return cls(f"run {body['run']} is no longer held by this runner: {message}", status=409, body=body)
         elif body.get("worktree") is not None:
             what = f"worktree {body['worktree']}"
             why = body.get("reason") or "its lease ran out without a heartbeat"

@@ -15,7 +15,11 @@ Claude Code events become API requests:
   Notification      an ``input_request`` event
   Stop              waiting_for_input: Claude Code fires Stop after every answer, not at the end
   SessionEnd        completed
-objectthing else becomes a ``log`` event naming the hook.
+Anything else becomes a ``log`` event naming the hook.
+
+Inside a run started by `switchyard runner` (SWITCHYARD_RUN set) everything goes to the run's session
+(SWITCHYARD_SESSION) instead of one named after Claude Code's session id, and the session's status is
+left to the runner: SessionStart, Stop and SessionEnd become ``log`` events.
 
 Only the standard library is imported here (see wire.py: the budget is tens of milliseconds).
 """
@@ -92,6 +96,13 @@ def plan(payload: dict, memory: SessionMemory) -> list[Record]:
     event = str(payload.get("hook_event_name") or "")
     if not sid:
         raise ValueError("payload has no session_id")
+    if os.environ.get("SWITCHYARD_RUN") and os.environ.get("SWITCHYARD_SESSION"):
+        # Started by `switchyard runner`: the run's session is open already, its key may act on that
+        # session only, and the runner reports how it ends. So: that session, and no lifecycle moves.
+        sid = os.environ["SWITCHYARD_SESSION"]
+        memory.set(open="done", status="running")
+        if event in ("SessionStart", "Stop", "SessionEnd"):
+            return [_event(f"sessions/{_seg(sid)}/", "log", {"hook": event})]
     base = f"sessions/{_seg(sid)}/"
     records: list[Record] = []
     if event == "SessionStart" or not memory.get("open"):

@@ -1,14 +1,16 @@
-"""Run the whole app on one machine: web, worker, beat and observer as supervised children.
+"""Run the whole app on one machine: web, worker, beat, observer and a runner as supervised children.
 
 This is what `make run` uses for the embedded default. In production each process type
 runs on its own (see the Procfile); here one command starts them all, restarts any that
 dies, and stops them together on Ctrl-C or SIGTERM. Each child runs in a process group of its
 own that the supervisor signals as a whole (a worker and its pool, say), and dies with the
 supervisor even when that is killed with SIGKILL; one serve at a time runs over a var/ folder
-(sessions_app/supervision.py).
+(sessions_app/supervision.py). With ``--runner-config`` (``make run`` passes the file setup_demo
+wrote) it also starts the local runner, `switchyard runner`, which starts the agents of runs.
 """
 
 import contextlib
+import importlib.util
 import os
 import signal
 import socket
@@ -88,7 +90,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--only",
             action="append",
-            choices=["web", "worker", "beat", "observer"],
+            choices=["web", "worker", "beat", "observer", "runner"],
             help="Start only these (repeatable). Default: all.",
         )
         parser.add_argument(
@@ -96,20 +98,27 @@ class Command(BaseCommand):
             help="Print this file (then delete it) once the web server answers: `make run` passes the one "
             "setup_demo --welcome-file wrote, so the URLs and the demo key are the last lines of start-up.",
         )
+        parser.add_argument(
+            "--runner-config",
+            help="Also run `switchyard runner --config FILE` (the local runner; `make run` passes the file "
+            "setup_demo --runner-config wrote). Skipped when the file or the client's runner is missing.",
+        )
 
-    def handle(self, *args, host, port, only, welcome_file, **options):
+    def handle(self, *args, host, port, only, welcome_file, runner_config=None, **options):
         lock = ServeLock(settings.VAR_DIR)
         try:
             lock.acquire(host=host, port=port)
         except ServeAlreadyRunning as exc:
             raise CommandError(str(exc)) from None
         try:
-            self._supervise(host, port, only, welcome_file)
+            self._supervise(host, port, only, welcome_file, runner_config)
         finally:
             lock.release()
 
-    def _supervise(self, host: str, port: int, only: list[str] | None, welcome_file: str | None) -> None:
-        children = [c for c in self._children(host, port) if not only or c.name in only]
+    def _supervise(
+        self, host: str, port: int, only: list[str] | None, welcome_file: str | None, runner_config: str | None
+    ) -> None:
+        children = [c for c in self._children(host, port, runner_config) if not only or c.name in only]
         stopping = False
 
         def request_stop(signum, frame):
@@ -119,18 +128,27 @@ class Command(BaseCommand):
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, request_stop)
 
+        has_web = any(c.name == "web" for c in children)
+        # The runner once the web server answers: started beside it, its first line would be that
+        # Switchyard is unreachable.
+        later = [c for c in children if c.name == "runner" and has_web]
         for child in children:
-            child.start()
+            if child not in later:
+                child.start()
         self.stdout.write(f"[serve] started {', '.join(c.name for c in children)}; waiting for the web server …")
-        welcomed = not any(c.name == "web" for c in children)
+        welcomed = not has_web
 
         while not stopping:
             time.sleep(0.5)
-            if not welcomed and self._settled(children) and _answers(host, port):
+            if later and _answers(host, port):
+                for child in later:
+                    child.start()
+                later = []
+            if not welcomed and not later and self._settled(children) and _answers(host, port):
                 welcomed = True
                 self._welcome(host, port, welcome_file)
             for child in children:
-                if stopping or child.running():
+                if stopping or child.process is None or child.running():
                     continue
                 code = child.process.returncode
                 child.restarts += 1
@@ -140,15 +158,9 @@ class Command(BaseCommand):
                     child.start()
 
         self.stdout.write("[serve] stopping …")
-        for child in children:
-            child.terminate()
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        for child in children:
-            while child.running() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if child.running():
-                child.signal(signal.SIGKILL)
-            child.kill_leftovers()
+        # The runner first, while the web server still answers: it reports how the runs it stops ended.
+        _stop([c for c in children if c.name == "runner"])
+        _stop([c for c in children if c.name != "runner"])
         self.stdout.write("[serve] stopped.")
 
     def _settled(self, children: list[Child]) -> bool:
@@ -168,7 +180,7 @@ class Command(BaseCommand):
         self.stdout.write(text.rstrip("\n") if text else f"Switchyard is up: http://{host}:{port}/")
         self.stdout.flush()
 
-    def _children(self, host: str, port: int) -> list[Child]:
+    def _children(self, host: str, port: int, runner_config: str | None = None) -> list[Child]:
         python = sys.executable
         manage = [python, "manage.py"]
         # Warnings and errors only: a person reads this console. One line per failed request (4xx and
@@ -197,7 +209,34 @@ class Command(BaseCommand):
             # -v 0: serve already says what it started; the observer's own start line would land
             # below the welcome when the machine is slow.
             children.append(Child("observer", [*manage, "observe", "-v", "0"]))
+        runner = _runner_child(python, runner_config)
+        if runner is not None:
+            children.append(runner)
         return children
+
+
+def _stop(children: list[Child]) -> None:
+    for child in children:
+        child.terminate()
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    for child in children:
+        while child.running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if child.running():
+            child.signal(signal.SIGKILL)
+        child.kill_leftovers()
+
+
+def _runner_child(python: str, config: str | None) -> Child | None:
+    """The local runner, when there is a config for it and the client package has the runner."""
+    if not config or not Path(config).is_file() or importlib.util.find_spec("switchyard_client.runner") is None:
+        return None
+    # --on-exit stop: Ctrl-C stops everything make run started, agents included (their runs end
+    # failed) rather than leaving them to be re-adopted by the next make run. A runner that crashes
+    # is restarted by serve and re-adopts its agents as usual.
+    return Child(
+        "runner", [python, "-m", "switchyard_client.cli", "runner", "--config", str(config), "--on-exit", "stop"]
+    )
 
 
 def _answers(host: str, port: int) -> bool:

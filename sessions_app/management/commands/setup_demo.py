@@ -1,4 +1,8 @@
 import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -8,17 +12,54 @@ from django.db import transaction
 
 from board.models import Task
 from board.services import campaign_create, task_create
+from config.api.errors import DomainError
 from config.pages import PRODUCT_OWNERS
+from runners.local_runner import local_runner_config_write
 from sessions_app.actors import Actor
 from sessions_app.keys import agent_get_or_create, api_key_create
 from sessions_app.models import AgentApiKey
+from workspaces.worktrees import repository_register
 
+# (title, priority, labels, description, in the demo repository). The descriptions read well as a
+# first run of the local runner's demo provider: press Run on a card and it reads the task, writes
+# notes, commits them in a worktree of the demo repository and lands in Review. A line "ask: ..."
+# makes it ask the product owner first (answer it on the session page).
 DEMO_TASKS = [
-    ("Triage the failing nightly build", "P0", ["ci"]),
-    ("Write the onboarding guide for new agents", "P1", ["docs"]),
-    ("Add retries to the webhook sender", "P2", ["backend"]),
-    ("Tidy the kanban colours", "P3", ["frontend"]),
+    (
+        "Triage the failing nightly build",
+        "P0",
+        ["ci"],
+        "The nightly build has failed three nights running, always in the integration stage.\n"
+        "Find the first failing test and say whether it is the code or the build machine.",
+        False,
+    ),
+    (
+        "Write the onboarding guide for new agents",
+        "P1",
+        ["docs"],
+        "A one-page guide for a new agent: how to open a session, report tool calls and milestones, "
+        "and hand work back for review.\n\n"
+        "Try it: press Run on this card and choose the demo provider. The local runner starts the demo "
+        "agent, which writes its notes into a worktree of the demo repository, commits them, and moves "
+        "the card to Review with the diff.",
+        True,
+    ),
+    (
+        "Add retries to the webhook sender",
+        "P2",
+        ["backend"],
+        "Deliveries that time out are dropped today. Retry them with backoff before giving up.\n"
+        "ask: How many attempts before a delivery is given up: 3 or 5?",
+        True,
+    ),
+    ("Tidy the kanban colours", "P3", ["frontend"], "The In progress and Review columns look alike.", False),
 ]
+DEMO_REPOSITORY = "demo-shop"
+DEMO_REPOSITORY_README = """# Demo shop
+
+A small repository that `make run` made for the demo: runs of the demo provider work in worktrees
+of it, and commit their notes there.
+"""
 
 
 DEMO_PRIORITIES = """# Q4 priorities
@@ -45,6 +86,27 @@ DEMO_CAMPAIGN = {
     "target_audience": "platform engineers",
     "leads": [{"name": "Ada Byron", "company": "Analytical Engines", "email": "ada@example.com", "score": 80}],
 }
+
+
+def _demo_repository(folder: Path):
+    """A git repository for the demo cards to run in (``folder``/demo-shop: var/demo-repos/demo-shop
+    for `make run`), made and registered once; None where git is missing (the runs then work in their
+    session workspaces)."""
+    if shutil.which("git") is None:
+        return None
+    path = folder / DEMO_REPOSITORY
+    if not (path / ".git").exists():
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "README.md").write_text(DEMO_REPOSITORY_README, encoding="utf-8")
+        # Its own identity: a machine without a git user must still be able to make it.
+        env = {**os.environ, "GIT_AUTHOR_NAME": "Switchyard demo", "GIT_AUTHOR_EMAIL": "demo@switchyard.invalid"}
+        env.update(GIT_COMMITTER_NAME="Switchyard demo", GIT_COMMITTER_EMAIL="demo@switchyard.invalid")
+        for args in (["init", "-q", "-b", "main"], ["add", "README.md"], ["commit", "-q", "-m", "Demo shop"]):
+            subprocess.run(["git", "-C", str(path), *args], env=env, check=True, capture_output=True, timeout=60)
+    try:
+        return repository_register(path=str(path), name=DEMO_REPOSITORY)[0]
+    except DomainError:
+        return None
 
 
 def _write_demo_inputs() -> list[str]:
@@ -77,11 +139,15 @@ class Command(BaseCommand):
             help="Write the URLs and the demo key to this file (readable by you only) instead of printing them: "
             "`make run` has `serve --welcome-file` print them last, below the start-up logs.",
         )
+        parser.add_argument(
+            "--runner-config",
+            default=None,
+            help="Make sure the local runner 'local' exists and this file (private) holds its config and a "
+            "valid key, for `serve --runner-config` to start it; an existing valid key is kept.",
+        )
 
     @transaction.atomic
-    def handle(self, *args, port, welcome_file, **options):
-        import os
-
+    def handle(self, *args, port, welcome_file, runner_config, **options):
         port = port or os.environ.get("PORT", "8000")
         User = get_user_model()
         if not User.objects.filter(username="admin").exists():
@@ -101,8 +167,17 @@ class Command(BaseCommand):
         admin = User.objects.get(username="admin")
         if not Task.objects.exists():
             actor = Actor(user=admin)
-            for title, priority, labels in DEMO_TASKS:
-                task_create(actor=actor, title=title, priority=priority, labels=labels)
+            # Beside the local runner's config: the demo repository is for that runner's runs.
+            repository = _demo_repository(Path(runner_config).parent / "demo-repos") if runner_config else None
+            for title, priority, labels, description, in_repository in DEMO_TASKS:
+                task_create(
+                    actor=actor,
+                    title=title,
+                    priority=priority,
+                    labels=labels,
+                    description=description,
+                    repository=repository if in_repository else None,
+                )
             campaign_create(
                 actor=actor,
                 type="marketing-campaign",
@@ -113,6 +188,15 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"Created {Task.objects.count()} demo tasks and a campaign.")
         base = f"http://127.0.0.1:{port}"
+        if runner_config:
+            # The runner's root (its logs and state) beside its config: var/runner for `make run`.
+            local = local_runner_config_write(
+                path=Path(runner_config), url=base, root=Path(runner_config).parent / "runner"
+            )
+            if local.minted:
+                self.stdout.write(
+                    f"Made a key for the local runner {local.runner.name!r}; it is kept in {runner_config}."
+                )
         welcome = (
             "\nSwitchyard is running:\n"
             f"  board      {base}/   (owner / owner, or admin / admin)\n"

@@ -1,0 +1,737 @@
+"""`switchyard runner`: ask Switchyard for runs, start the agents, ship their logs, report how they ended.
+
+Threads: the main one heartbeats (every ``heartbeat_seconds`` the server asks for) and reports the
+runs held; one long-polls ``/runners/me/next/`` for work and cancels; one per run starts and
+watches its agent (see RunWorker). What each run needs after a crash is in ``<root>/runs/<id>.json``
+(runner_state.py): a restarted runner asks the server which runs it still holds, re-adopts agents
+that are still alive, and resumes the others with a new attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from switchyard_client.client import Client
+from switchyard_client.errors import ConnectionFailed, SwitchyardError
+from switchyard_client.retry import RetryPolicy
+from switchyard_client.runner_config import ProviderConfig, RunnerConfig
+from switchyard_client.runner_git import GitError, changes_since, git, head
+from switchyard_client.runner_logship import (
+    EVENTS_PER_BATCH,
+    LeaseLost,
+    is_lease_lost,
+    last_lines,
+    parse_lines,
+    ship_log,
+)
+from switchyard_client.runner_process import describe_exit, read_exit_file, spawn, stop_group
+from switchyard_client.runner_providers import render, resume_prompt, template_values
+from switchyard_client.runner_state import RunState, StateStore, pid_start_time, same_process
+
+TICK = 0.2  # how often a run's log is shipped while it grows, and its agent checked
+# A run whose log has not grown for IDLE_TICKS ticks is looked at every IDLE_TICK instead, until it
+# grows again (a cancel or drop still wakes it at once): 100 quiet runs cost ~1 % of a core, not 8 %.
+IDLE_TICKS = 5
+IDLE_TICK = 1.0
+# After a tick that shipped, at least this much written meanwhile (a burst still being written, as a
+# `cat` of a big file) is shipped at once instead of after the next tick.
+BURST_BYTES = 1024 * 1024
+STATE_SAVE_EVERY = 1.0
+PARSE_MAX = 4 * 1024 * 1024  # log bytes turned into events per tick, at most
+POLL_WAIT = 25
+UNKNOWN_GRACE = 2  # heartbeats a held run we know nothing of is tolerated (its assignment may be in flight)
+_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+API_RETRY = RetryPolicy(attempts=3, base_delay=0.2, max_delay=2.0)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("switchyard-client")
+    except Exception:  # not installed as a distribution (a source checkout)
+        return "0"
+
+
+class Console:
+    """One line per thing a person wants to know (a run started, a run ended, the server went
+    away or came back); nothing per tick."""
+
+    def __init__(self, name: str, out: TextIO | None = None):
+        self.name = name
+        self.out = out or sys.stdout
+        self.lock = threading.Lock()
+
+    def say(self, message: str) -> None:
+        with self.lock:
+            stamp = dt.datetime.now().strftime("%H:%M:%S")
+            print(f"{stamp} runner {self.name}: {message}", file=self.out, flush=True)
+
+
+class RunnerRun(Exception):
+    """Ends a run's thread without reporting anything (dropped, detached)."""
+
+
+class Runner:
+    def __init__(
+        self,
+        config: RunnerConfig,
+        providers: dict[str, ProviderConfig],
+        *,
+        out: TextIO | None = None,
+        on_exit: str = "leave",
+    ):
+        self.config = config
+        self.providers = providers
+        self.console = Console(config.name, out)
+        self.api = Client(config.url, config.key, timeout=20, retry=API_RETRY)
+        self.poll_api = Client(config.url, config.key, timeout=POLL_WAIT + 15, retry=API_RETRY)
+        self.root = config.root
+        self.store = StateStore(self.root)
+        self.jobs = self.root / "running-jobs"
+        self.jobs.mkdir(parents=True, exist_ok=True)
+        self.workers: dict[int, RunWorker] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.on_exit = on_exit
+        self.heartbeat_seconds = 10.0
+        self.unknown: dict[int, int] = {}
+        self.online: bool | None = None
+
+    # --- server ---------------------------------------------------------------------------------------
+    def _reachable(self, ok: bool, why: str = "") -> None:
+        if ok and self.online is False:
+            self.console.say("Switchyard answers again")
+        elif not ok and self.online is not False:
+            self.console.say(f"Switchyard unreachable ({why}); retrying")
+        self.online = ok
+
+    def heartbeat(self, runs: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+        if runs is None:
+            with self.lock:
+                runs = [w.report() for w in self.workers.values()]
+        reported = {item["id"]: item["attempt"] for item in runs}
+        body = {
+            "host": self.config.host,
+            "labels": self.config.labels,
+            "providers": sorted(self.providers),
+            "capacity": self.config.capacity,
+            "version": _version(),
+            "draining": False,
+            "runs": runs,
+        }
+        try:
+            answer = self.api.request("POST", "runners/me/heartbeat/", json=body).json()
+        except ConnectionFailed as exc:
+            self._reachable(False, exc.message)
+            return None
+        self._reachable(True)
+        self.heartbeat_seconds = float(answer.get("heartbeat_seconds") or 10)
+        self._cancel(answer.get("cancel") or [])
+        for run_id in answer.get("dropped") or []:
+            worker = self.workers.get(run_id)
+            # Only the attempt we reported: a run that just restarted (attempt + 1) is still ours.
+            if worker and worker.state.attempt == reported.get(run_id):
+                worker.drop()
+        self._unknown_held(answer.get("held") or [])
+        return answer
+
+    def _cancel(self, ids: list[int]) -> bool:
+        """Tell each run's thread; True if one of them had not heard it yet."""
+        new = False
+        for run_id in ids:
+            worker = self.workers.get(run_id)
+            if worker and not worker.cancelled.is_set():
+                worker.cancel()
+                new = True
+        return new
+
+    def _unknown_held(self, held: list[dict[str, Any]]) -> None:
+        """A run the server says we hold but we know nothing of (its assignment was lost on the
+        way, or our state file is gone): after a grace period, end it failed rather than holding
+        it (and renewing its lease) forever."""
+        with self.lock:
+            known = set(self.workers)
+        seen = set()
+        for item in held:
+            run_id = item["id"]
+            if run_id in known:
+                continue
+            seen.add(run_id)
+            self.unknown[run_id] = self.unknown.get(run_id, 0) + 1
+            if self.unknown[run_id] > UNKNOWN_GRACE:
+                body = {
+                    "attempt": item["attempt"],
+                    "status": "failed",
+                    "error": f"runner {self.config.name} lost track of this run (no local state); queue it again",
+                }
+                try:
+                    self.api.request("POST", f"runs/{run_id}/status/", json=body)
+                    self.console.say(f"run {run_id} failed: this runner had no record of it")
+                except SwitchyardError:
+                    pass
+                seen.discard(run_id)
+        self.unknown = {k: v for k, v in self.unknown.items() if k in seen}
+
+    # --- runs -----------------------------------------------------------------------------------------
+    def register(self, worker: RunWorker) -> None:
+        with self.lock:
+            self.workers[worker.state.id] = worker
+        worker.start()
+
+    def unregister(self, run_id: int) -> None:
+        with self.lock:
+            self.workers.pop(run_id, None)
+
+    def accept(self, assignment: dict[str, Any]) -> None:
+        run_id = int(assignment["id"])
+        with self.lock:
+            if run_id in self.workers:
+                return
+        state = RunState(
+            id=run_id, attempt=int(assignment["attempt"]), provider=str(assignment["provider"]), assignment=assignment
+        )
+        self.store.save(state)
+        self.register(RunWorker(self, state, "new"))
+
+    def recover(self) -> bool:
+        """Start-up: the runs of the state files, checked against what the server says we hold."""
+        states = self.store.load_all()
+        reports = [
+            {"id": s.id, "attempt": s.attempt, "pid": s.pid, "alive": same_process(s.pid, s.pid_start)} for s in states
+        ]
+        answer = None
+        while answer is None:
+            answer = self.heartbeat(reports)
+            if answer is None and self.stop.wait(2):
+                return False
+        held = {item["id"]: item for item in answer.get("held") or []}
+        dropped = set(answer.get("dropped") or [])
+        for state in states:
+            item = held.get(state.id)
+            alive = same_process(state.pid, state.pid_start)
+            if item is None or state.id in dropped or int(item["attempt"]) != state.attempt:
+                if alive:
+                    stop_group(state.pid, grace=self.config.grace_seconds)
+                self.store.forget(state.id)
+                self.console.say(f"run {state.id} is no longer ours; forgotten{' (agent stopped)' if alive else ''}")
+                continue
+            if state.phase == "finishing":
+                mode = "finish"
+            elif alive:
+                mode = "adopt"
+            elif state.pid is not None:
+                code = read_exit_file(state.exit_path)
+                # Exited on its own while nobody watched: report that. Killed (no code, or 128+N): resume.
+                mode = "exited" if code is not None and code < 128 else "resume"
+            elif item.get("status") == "assigned":
+                mode = "new"
+            else:
+                mode = "resume"
+            self.register(RunWorker(self, state, mode))
+            if item.get("cancel"):
+                self.workers[state.id].cancel()
+        return True
+
+    def poll_loop(self) -> None:
+        while not self.stop.is_set():
+            try:
+                response = self.poll_api.request("POST", "runners/me/next/", json={"wait": POLL_WAIT}, idempotent=False)
+                answer = response.json()
+            except ConnectionFailed as exc:
+                self._reachable(False, exc.message)
+                self.stop.wait(2)
+                continue
+            except SwitchyardError as exc:
+                self.console.say(f"asking for work failed: {exc}")
+                self.stop.wait(5)
+                continue
+            except ValueError:
+                self.stop.wait(2)
+                continue
+            self._reachable(True)
+            if self.stop.is_set():
+                break
+            for assignment in answer.get("runs") or []:
+                self.accept(assignment)
+            # The server answers at once while a cancel is pending; don't spin while the agent stops.
+            if answer.get("cancel") and not self._cancel(answer["cancel"]) and not answer.get("runs"):
+                self.stop.wait(0.5)
+
+    def run(self) -> int:
+        names = ", ".join(self.providers) or "none"
+        self.console.say(
+            f"serving {self.config.url} with providers {names}; capacity {self.config.capacity}; "
+            f"labels {', '.join(self.config.labels) or 'none'}; files in {self.root}"
+        )
+        try:
+            if not self.recover():
+                return 0
+        except SwitchyardError as exc:
+            self.console.say(f"the server refused this runner: {exc}")
+            return exc.exit_code
+        poller = threading.Thread(target=self.poll_loop, name="runner-poll", daemon=True)
+        poller.start()
+        while not self.stop.wait(self.heartbeat_seconds):
+            try:
+                self.heartbeat()
+            except SwitchyardError as exc:
+                self.console.say(f"heartbeat refused: {exc}")
+        self.shutdown()
+        return 0
+
+    def shutdown(self) -> None:
+        with self.lock:
+            workers = list(self.workers.values())
+        for worker in workers:
+            worker.wake.set()
+        for worker in workers:
+            worker.join(timeout=self.config.grace_seconds + 30)
+        if workers and self.on_exit == "leave":
+            self.console.say(f"stopped; {len(workers)} agent(s) left running, adopted again on restart")
+        else:
+            self.console.say("stopped")
+        self.api.close()
+
+    def request_stop(self, *_: object) -> None:
+        self.stop.set()
+
+
+class RunWorker(threading.Thread):
+    """One run, from `starting` to its final status, in its own thread."""
+
+    def __init__(self, runner: Runner, state: RunState, mode: str):
+        super().__init__(name=f"run-{state.id}", daemon=True)
+        self.runner = runner
+        self.state = state
+        self.mode = mode  # new, resume, adopt, exited, finish
+        self.provider = runner.providers.get(state.provider)
+        self.cancelled = threading.Event()
+        self.dropped = threading.Event()
+        self.wake = threading.Event()
+        self.popen = None
+        self.agent: Client | None = None
+        self.saved_at = 0.0
+        self.begun = time.monotonic()
+
+    # --- called from other threads ----------------------------------------------------------------------
+    def cancel(self) -> None:
+        self.cancelled.set()
+        self.wake.set()
+
+    def drop(self) -> None:
+        self.dropped.set()
+        self.wake.set()
+
+    def report(self) -> dict[str, Any]:
+        s = self.state
+        return {"id": s.id, "attempt": s.attempt, "pid": s.pid, "alive": self._alive()}
+
+    # --- the run ------------------------------------------------------------------------------------------
+    def say(self, message: str) -> None:
+        self.runner.console.say(f"run {self.state.id} {message}")
+
+    def run(self) -> None:
+        s = self.state
+        try:
+            if s.agent_key:
+                self.agent = self._agent_client(s.agent_key)
+            if self.mode in ("new", "resume"):
+                self._start(resume=self.mode == "resume")
+            elif self.mode in ("adopt", "exited"):
+                if self.mode == "adopt":
+                    self.say(f"re-adopted: {s.provider} still running (pid {s.pid}, attempt {s.attempt})")
+                if s.phase == "starting":  # spawned, but the runner died before saying so
+                    self._report_running()
+            if self.mode != "finish":
+                self._watch()
+                self._decide()
+            self._finish()
+        except LeaseLost as exc:
+            self._stop_agent()
+            self.runner.store.forget(s.id)
+            self.say(f"lost its lease ({exc}); agent stopped, run forgotten")
+        except RunnerRun:
+            pass
+        except ConnectionFailed:
+            # Only while the runner stops (otherwise calls wait for the server): keep the state file.
+            self._save(force=True)
+        except Exception as exc:
+            self.say(f"runner error: {type(exc).__name__}: {exc}")
+            self._fail_quietly(f"runner error: {type(exc).__name__}: {exc}")
+        finally:
+            if self.agent is not None:
+                self.agent.close()
+            self.runner.unregister(s.id)
+
+    def _agent_client(self, key: str) -> Client:
+        return Client(self.runner.config.url, key, timeout=20, retry=API_RETRY)
+
+    def _status(self, body: dict[str, Any], *, until_done: bool = False) -> dict[str, Any] | None:
+        """POST the run's status. A lost lease raises LeaseLost; with ``until_done`` a network error is
+        retried (the runner must not forget how a run ended because the server blinked)."""
+        delay = 1.0
+        while True:
+            try:
+                return self.runner.api.request("POST", f"runs/{self.state.id}/status/", json=body).json()
+            except ConnectionFailed:
+                if not until_done or self.runner.stop.is_set():
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 15)
+            except SwitchyardError as exc:
+                if is_lease_lost(exc):
+                    raise LeaseLost(exc.message) from exc
+                raise
+
+    def _patiently(self, call):
+        """``call()``, again after each network error until it goes through or the runner stops."""
+        delay = 1.0
+        while True:
+            try:
+                return call()
+            except ConnectionFailed:
+                if self.runner.stop.is_set():
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 15)
+
+    def _start(self, *, resume: bool) -> None:
+        s, a = self.state, self.state.assignment
+        answer = self._status({"attempt": s.attempt, "status": "starting"}, until_done=True)
+        s.attempt = int(answer.get("attempt") or s.attempt)
+        s.session = str(answer.get("session") or "")
+        s.agent_key = str(answer.get("agent_key") or "")
+        s.phase = "starting"
+        self.runner.store.save(s)
+        if self.agent is not None:
+            self.agent.close()
+        self.agent = self._agent_client(s.agent_key)
+        if not s.workdir or not os.path.isdir(s.workdir):
+            self._patiently(self._prepare_workdir)
+        prompt = resume_prompt(str(a.get("prompt") or ""), answer.get("resume"))
+        use_resume = resume and s.agent_ran and self.provider is not None and self.provider.resume_command
+        self._spawn(prompt, resume=bool(use_resume))
+        self._report_running()
+
+    def _prepare_workdir(self) -> None:
+        s, task = self.state, self.state.assignment.get("task") or {}
+        repo = task.get("repository")
+        if repo and repo.get("path") and os.path.isdir(repo["path"]):
+            kind = str(task.get("type") or "")
+            kind = kind if _SLUG.fullmatch(kind) else "task"
+            try:
+                tree = self.agent.worktree_create(int(repo["id"]), type=kind, name=str(task["id"]))
+                self.agent.worktree_claim(int(tree["id"]))
+            except SwitchyardError as exc:
+                raise RuntimeError(f"could not prepare the worktree of {repo.get('name')}: {exc}") from exc
+            s.workdir, s.worktree_id = tree["path"], int(tree["id"])
+        else:
+            workspace = (self.agent.session_get(s.session).get("workspace") or {}).get("path")
+            if workspace and os.path.isdir(workspace):
+                s.workdir = workspace
+            else:  # the server's files are on another machine: a folder of our own
+                s.workdir = str(self.runner.root / "workdirs" / f"run-{s.id}")
+                os.makedirs(s.workdir, exist_ok=True)
+        s.base = _git_base(s.workdir)
+        self.runner.store.save(s)
+
+    def _spawn(self, prompt: str, *, resume: bool) -> None:
+        s, a, provider = self.state, self.state.assignment, self.provider
+        if provider is None:
+            raise RuntimeError(f"this runner has no provider {s.provider!r}")
+        task = a.get("task") or {}
+        template = provider.resume_command if resume else provider.command
+        values = template_values(
+            prompt=prompt, session_id=s.session, workdir=s.workdir, run_id=s.id, task_id=task.get("id")
+        )
+        argv = render(template, values)
+        if not s.log_path:
+            stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+            s.log_path = str(self.runner.jobs / f"job-{stamp}-{s.id}.log")
+            s.exit_path = str(self.runner.store.folder / f"{s.id}.exit")
+        hook_dir = self.runner.store.folder / f"{s.id}.hook"
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("SWITCHYARD_RUNNER_KEY", "SWITCHYARD_KEY", "SWITCHYARD_SESSION")
+        }
+        env.update(provider.env)
+        env.update(
+            SWITCHYARD_URL=self.runner.config.url,
+            SWITCHYARD_SESSION=s.session,
+            SWITCHYARD_KEY=s.agent_key,
+            SWITCHYARD_RUN=str(s.id),
+            SWITCHYARD_ATTEMPT=str(s.attempt),
+            SWITCHYARD_TASK=str(task.get("id") or ""),
+            SWITCHYARD_TASK_TITLE=str(task.get("title") or ""),
+            SWITCHYARD_TASK_DESCRIPTION=str(task.get("description") or ""),
+            SWITCHYARD_WORKDIR=s.workdir,
+            SWITCHYARD_PROMPT=prompt,
+            # The hook's spool and memory per run: a spooled request is replayed with this run's key only.
+            SWITCHYARD_STATE_DIR=str(hook_dir),
+        )
+        self.popen = spawn(argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path))
+        s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
+        s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
+        self.runner.store.save(s)
+        title = task.get("title") or ""
+        self.say(
+            f"started: {s.provider} on task {task.get('id')} {title[:60]!r} (attempt {s.attempt}, pid {s.pid})"
+            f"{' resuming' if resume else ''} in {s.workdir}"
+        )
+
+    def _report_running(self) -> None:
+        s = self.state
+        log = os.path.relpath(s.log_path, self.runner.root) if s.log_path else ""
+        body = {"attempt": s.attempt, "status": "running", "pid": s.pid, "workdir": s.workdir, "log_path": log}
+        try:
+            self._status(body, until_done=True)
+        except SwitchyardError as exc:
+            if exc.status != 409:  # already running (a re-adopted run that had reported it)
+                raise
+        s.phase = "running"
+        self.runner.store.save(s)
+
+    # --- watching -----------------------------------------------------------------------------------------
+    def _alive(self) -> bool:
+        s = self.state
+        if self.popen is not None:
+            return self.popen.poll() is None
+        return same_process(s.pid, s.pid_start)
+
+    def _exited(self) -> bool:
+        s = self.state
+        if s.pid is None:
+            return True
+        if self.popen is not None:
+            code = self.popen.poll()
+            if code is None:
+                return False
+            s.exit_code = code
+            return True
+        if same_process(s.pid, s.pid_start):
+            return False
+        s.exit_code = read_exit_file(s.exit_path)
+        return True
+
+    def _watch(self) -> None:
+        s = self.state
+        timeout = self.provider.timeout_seconds if self.provider else None
+        idle, seen = 0, s.shipped
+        while True:
+            done = self._exited()
+            self._ship()
+            idle, seen = (idle + 1, seen) if s.shipped == seen else (0, s.shipped)
+            if done:
+                return
+            if self.dropped.is_set():
+                self._stop_agent()
+                self.runner.store.forget(s.id)
+                self.say("dropped by the server; agent stopped")
+                raise RunnerRun()
+            if self.cancelled.is_set():
+                self._stop_agent()
+                s.outcome = "cancelled"
+                return
+            if timeout and s.started_at and time.time() - s.started_at > timeout:
+                self._stop_agent()
+                s.outcome, s.error = "failed", f"timed out after {timeout:g} s"
+                return
+            if self.runner.stop.is_set():
+                if self.runner.on_exit == "stop":
+                    self._stop_agent()
+                    s.outcome, s.error = "failed", f"runner {self.runner.config.name} was stopped"
+                    return
+                self._save(force=True)
+                raise RunnerRun()
+            if idle == 0 and self._backlog() >= BURST_BYTES:
+                continue
+            self.wake.wait(IDLE_TICK if idle >= IDLE_TICKS else TICK)
+            self.wake.clear()
+
+    def _backlog(self) -> int:
+        """Bytes of the job log not shipped yet."""
+        s = self.state
+        try:
+            return os.stat(s.log_path).st_size - s.shipped if s.log_path and s.session else 0
+        except OSError:
+            return 0
+
+    def _stop_agent(self) -> None:
+        s = self.state
+        if s.pid is None or not self._alive():
+            return
+        reap = self.popen.poll if self.popen is not None else None
+        stop_group(s.pid, grace=self.runner.config.grace_seconds, reap=reap)
+
+    def _save(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.saved_at >= STATE_SAVE_EVERY:
+            self.runner.store.save(self.state)
+            self.saved_at = now
+
+    def _ship(self, *, final: bool = False) -> None:
+        """Send the log's new bytes, then the stream events of its new lines. A network error leaves
+        the offsets where they were, to be tried again on the next tick."""
+        s = self.state
+        if not s.log_path or not s.session:
+            return
+
+        def send(offset: int, length: int, body) -> dict[str, Any]:
+            params = {"offset": offset, "attempt": s.attempt}
+            # A Content-Length, not chunked: the server refuses an oversized body before reading it.
+            headers = {"Content-Type": "application/octet-stream", "Content-Length": str(length)}
+            path = f"runs/{s.id}/log/"
+            return self.runner.api.request("POST", path, content_stream=body, params=params, headers=headers).json()
+
+        try:
+            shipped = ship_log(send, s.log_path, s.shipped)
+        except ConnectionFailed:
+            return
+        except SwitchyardError as exc:
+            if exc.status == 403 or exc.status == 404:
+                raise LeaseLost(exc.message) from exc
+            return
+        changed = shipped != s.shipped
+        s.shipped = shipped
+        if self.provider is not None and self.provider.output in ("stream-json", "jsonl"):
+            before = s.parsed
+            # While running, a slice per tick; at the end, all of it.
+            while self._events(final=final) and final and s.parsed < s.shipped:
+                pass
+            changed |= s.parsed != before
+        if changed:
+            self._save(force=final)
+
+    def _events(self, *, final: bool) -> bool:
+        s = self.state
+        if self.agent is None or s.parsed >= s.shipped:
+            return False
+        with open(s.log_path, "rb") as fh:
+            fh.seek(s.parsed)
+            data = fh.read(min(s.shipped - s.parsed, PARSE_MAX))
+        events, used, lines = parse_lines(
+            data,
+            start_line=s.parsed_lines,
+            provider=s.provider,
+            hooks=bool(self.provider and self.provider.hooks),
+            run_id=s.id,
+            # A slice with no end of line in it is one giant line: take it whole (not JSON we can use)
+            # rather than wait for a newline forever.
+            final=(final and s.parsed + len(data) >= s.shipped) or (len(data) == PARSE_MAX and b"\n" not in data),
+        )
+        for start in range(0, len(events), EVENTS_PER_BATCH):
+            try:
+                self.agent.events_append(s.session, events[start : start + EVENTS_PER_BATCH])
+            except ConnectionFailed:
+                return False  # the same lines are read again next tick: same ids, nothing doubled
+            except SwitchyardError:
+                break  # refused (the key was revoked, a payload too big): drop these, go on
+        s.parsed += used
+        s.parsed_lines += lines
+        return used > 0
+
+    # --- the end ------------------------------------------------------------------------------------------
+    def _decide(self) -> None:
+        s = self.state
+        if not s.outcome:
+            if s.exit_code == 0:
+                s.outcome = "succeeded"
+            else:
+                s.outcome, s.error = "failed", describe_exit(s.exit_code)
+        s.phase = "finishing"
+        self.runner.store.save(s)
+
+    def _finish(self) -> None:
+        s = self.state
+        self._ship(final=True)
+        body: dict[str, Any] = {"attempt": s.attempt, "status": s.outcome}
+        if s.exit_code is not None and s.exit_code >= 0:
+            body["exit_code"] = s.exit_code
+        summary = self._summary() if s.outcome in ("succeeded", "failed") else None
+        if summary is not None:
+            body["summary"] = summary
+        if s.outcome == "failed":
+            tail = last_lines(s.log_path, 20)
+            body["error"] = f"{s.error}\n{tail}".strip() if tail else s.error
+        if s.worktree_id and self.agent is not None:
+            # Not held any more (the lease lapsed) is fine: nothing to give back.
+            with contextlib.suppress(SwitchyardError):
+                self.agent.worktree_release(s.worktree_id)
+        try:
+            self._status(body, until_done=True)
+        except SwitchyardError as exc:
+            if exc.status != 409:
+                raise
+            self.say(f"the server would not take {s.outcome}: {exc}")
+        with contextlib.suppress(LeaseLost):
+            self._ship(final=True)  # anything the agent's children wrote after the last tick
+        self.runner.store.forget(s.id)
+        took = time.monotonic() - self.begun
+        detail = describe_exit(s.exit_code) if s.outcome != "cancelled" else "stopped"
+        if s.outcome == "failed" and s.error and not s.error.startswith(("exit code", "killed")):
+            detail = s.error
+        if summary:
+            detail += f"; {summary['commits_ahead']} commit(s), {len(summary['files_changed'])} file(s) changed"
+        self.say(f"{s.outcome} after {took:.1f} s ({detail})")
+
+    def _summary(self) -> dict[str, Any] | None:
+        s = self.state
+        if not s.base or not s.workdir or not os.path.isdir(s.workdir):
+            return None
+        try:
+            changes = changes_since(s.workdir, s.base)
+        except (GitError, ValueError) as exc:
+            self.say(f"could not read the changes: {exc}")
+            return None
+        summary: dict[str, Any] = {
+            "commits_ahead": changes.commits_ahead,
+            "files_changed": changes.files_changed[:500],
+            "artifacts": [],
+        }
+        if changes.patch and self.agent is not None and s.session:
+            name = f"run-{s.id}.patch"
+            try:
+                self.agent.file_put(s.session, name, changes.patch)
+                summary["patch"] = name
+                summary["artifacts"].append(name)
+            except SwitchyardError as exc:
+                self.say(f"could not upload {name}: {exc}")
+        return summary
+
+    def _fail_quietly(self, error: str) -> None:
+        s = self.state
+        self._stop_agent()
+        body = {"attempt": s.attempt, "status": "failed", "error": error[:4000]}
+        with contextlib.suppress(SwitchyardError, LeaseLost):
+            self._status(body)
+        self.runner.store.forget(s.id)
+
+
+def _git_base(workdir: str) -> str:
+    """HEAD of ``workdir`` when it is a git checkout of its own (not a folder inside someone
+    else's repository, like a session workspace under a project), else ''."""
+    try:
+        top = git(workdir, "rev-parse", "--show-toplevel", check=False).strip()
+        if not top or os.path.realpath(top) != os.path.realpath(workdir):
+            return ""
+        return head(workdir)
+    except GitError:
+        return ""
+
+
+def main(config: RunnerConfig, providers: dict[str, ProviderConfig], *, on_exit: str = "leave") -> int:
+    runner = Runner(config, providers, on_exit=on_exit)
+    signal.signal(signal.SIGTERM, runner.request_stop)
+    signal.signal(signal.SIGINT, runner.request_stop)
+    return runner.run()

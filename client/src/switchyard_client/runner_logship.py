@@ -1,0 +1,225 @@
+"""Shipping an agent's log to Switchyard by byte offset, and turning structured output into stream
+events.
+
+The server appends a chunk only past what it already has (``POST /runs/{id}/log/?offset=``), so
+sending a chunk twice — after a lost answer, or from a restarted runner whose state file lagged —
+never doubles a byte. Events carry client ids made of the run and the line they came from, so
+re-reading lines after a restart adds nothing either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from switchyard_client.errors import SwitchyardError
+
+# The most one request carries: the whole backlog up to the server's RUNNER_LOG_CHUNK_MAX_BYTES
+# (64 MiB by default), streamed from the file in PIECE reads; the server fsyncs once per request.
+CHUNK = 64 * 1024 * 1024
+SMALL_CHUNK = 1024 * 1024  # after a 413: a server whose limit is lower (older servers took 1 MiB)
+PIECE = 1024 * 1024
+TEXT_MAX = 4000
+EVENTS_PER_BATCH = 500
+
+
+class LeaseLost(Exception):
+    """The server says another attempt (or nobody) holds this run now: stop and forget it."""
+
+
+def is_lease_lost(exc: SwitchyardError) -> bool:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    return exc.status == 409 and (body.get("code") == "lease_lost" or body.get("error") == "lease_lost")
+
+
+Body = Callable[[], Iterator[bytes]]
+
+
+def ship_log(
+    send: Callable[[int, int, Body], dict[str, Any]], log_path: str | Path, offset: int, *, chunk: int = CHUNK
+) -> int:
+    """Send what the file has past ``offset``, up to ``chunk`` bytes a request; returns the offset the
+    server now has.
+
+    ``send(offset, length, body)`` POSTs ``length`` bytes and returns the answer's JSON; ``body()``
+    yields them from the file, afresh on every call (a retry reads them again). A 409 naming the
+    server's size (it has less than we thought: a lost file, another attempt's log) moves to that
+    size and goes on from there. Network errors propagate: the caller tries again on its next tick."""
+    try:
+        size = Path(log_path).stat().st_size
+    except FileNotFoundError:
+        return offset
+    if size <= offset:  # nothing new: most ticks of a quiet agent end here, without opening the file
+        return offset
+    with open(log_path, "rb") as fh:
+        while offset < size:
+            length = min(chunk, size - offset)
+            try:
+                answer = send(offset, length, _pieces(fh.fileno(), offset, length))
+            except SwitchyardError as exc:
+                body = exc.body if isinstance(exc.body, dict) else {}
+                if is_lease_lost(exc):
+                    raise LeaseLost(str(exc)) from exc
+                if exc.status == 413 and chunk > SMALL_CHUNK:
+                    chunk = SMALL_CHUNK
+                    continue
+                if exc.status == 409 and isinstance(body.get("offset"), int) and body["offset"] != offset:
+                    offset = body["offset"]
+                    continue
+                raise
+            new = answer.get("offset") if isinstance(answer, dict) else None
+            offset = new if isinstance(new, int) and new > offset else offset + length
+    return offset
+
+
+def _pieces(fd: int, start: int, length: int) -> Body:
+    def read() -> Iterator[bytes]:
+        at, end = start, start + length
+        while at < end:
+            data = os.pread(fd, min(PIECE, end - at), at)
+            if not data:  # the log never shrinks; if it did, the request fails short and is retried
+                return
+            yield data
+            at += len(data)
+
+    return read
+
+
+def last_lines(log_path: str | Path, count: int = 20, *, max_bytes: int = 64 * 1024) -> str:
+    try:
+        with open(log_path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            tail = fh.read()
+    except OSError:
+        return ""
+    return "\n".join(tail.decode("utf-8", errors="replace").splitlines()[-count:])
+
+
+# --- structured output → stream events ------------------------------------------------------------------
+def _text(value: Any, limit: int = TEXT_MAX) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text)} chars]"
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return _text(content)
+
+
+def _result(line: dict[str, Any], provider: str) -> dict[str, Any]:
+    # Claude Code says how it ended in subtype/is_error, Gemini CLI in status (success/error).
+    keep = (
+        "subtype",
+        "is_error",
+        "status",
+        "total_cost_usd",
+        "usage",
+        "num_turns",
+        "duration_ms",
+        "session_id",
+        "stats",
+    )
+    payload = {"source": provider, "event": "result", **{k: line[k] for k in keep if k in line}}
+    if "result" in line:
+        payload["message"] = _text(line["result"])
+    return payload
+
+
+def events_from_line(line: dict[str, Any], *, provider: str, hooks: bool) -> list[tuple[str, dict[str, Any]]]:
+    """(type, payload) for one JSON line of Claude Code stream-json, Gemini stream-json or Codex --json.
+
+    With ``hooks`` the agent's hooks already recorded its tool calls: only its words, its start and
+    its result (cost, usage) are taken from the output, so nothing is recorded twice."""
+    kind = str(line.get("type") or "")
+    out: list[tuple[str, dict[str, Any]]] = []
+    if kind == "result":
+        return [("log", _result(line, provider))]
+    if kind in ("system", "init", "thread.started"):
+        payload = {"source": provider, "event": f"{kind}/{line['subtype']}" if line.get("subtype") else kind}
+        for key in ("session_id", "sessionId", "thread_id", "model", "cwd"):
+            if key in line:
+                payload[key] = line[key]
+        return [("log", payload)]
+    if kind in ("assistant", "user"):  # Claude Code: a message with content blocks
+        content = (line.get("message") or {}).get("content") or []
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text" and kind == "assistant" and block.get("text"):
+                out.append(("log", {"source": provider, "message": _text(block["text"])}))
+            elif btype == "tool_use" and not hooks:
+                payload = {"source": provider, "tool": block.get("name"), "tool_use_id": block.get("id")}
+                out.append(("tool_started", {**payload, "input": _text(block.get("input"), 2000)}))
+            elif btype == "tool_result" and not hooks:
+                payload = {"source": provider, "tool_use_id": block.get("tool_use_id")}
+                payload.update(
+                    is_error=bool(block.get("is_error")), output=_text(_content_text(block.get("content")), 2000)
+                )
+                out.append(("tool_finished", payload))
+        return out
+    if kind == "message":  # Gemini
+        if line.get("role") == "assistant" and line.get("content"):
+            return [("log", {"source": provider, "message": _text(line["content"])})]
+        return []
+    if kind in ("tool_use", "tool_result"):  # Gemini
+        if hooks:
+            return []
+        event = "tool_started" if kind == "tool_use" else "tool_finished"
+        fields = {k: _text(v, 2000) for k, v in line.items() if k != "type"}
+        return [(event, {"source": provider, **fields})]
+    if kind in ("item.started", "item.completed"):  # Codex
+        item = line.get("item") or {}
+        itype = item.get("type")
+        if itype == "agent_message" and kind == "item.completed":
+            return [("log", {"source": provider, "message": _text(item.get("text", ""))})]
+        if itype in ("command_execution", "file_change", "mcp_tool_call", "web_search") and not hooks:
+            event = "tool_started" if kind == "item.started" else "tool_finished"
+            payload = {"source": provider, "tool": itype, "tool_use_id": item.get("id")}
+            payload.update({k: _text(v, 2000) for k, v in item.items() if k not in ("id", "type")})
+            return [(event, payload)]
+        return []
+    if kind in ("turn.completed", "turn.failed", "error"):
+        payload = {"source": provider, "event": kind}
+        for key in ("usage", "error", "message"):
+            if key in line:
+                payload[key] = line[key] if key == "usage" else _text(line[key])
+        return [("log", payload)]
+    return []
+
+
+def parse_lines(
+    data: bytes, *, start_line: int, provider: str, hooks: bool, run_id: int, final: bool = False
+) -> tuple[list[dict[str, Any]], int, int]:
+    """Stream events for the complete lines of ``data`` (all of it when ``final``).
+
+    Returns (events, bytes consumed, lines consumed). Lines that are not JSON objects (stderr,
+    progress text) count for the numbering and are skipped."""
+    events: list[dict[str, Any]] = []
+    consumed = data.rfind(b"\n") + 1 if not final else len(data)
+    number = start_line
+    lines = data[:consumed].split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for raw in lines:
+        number += 1
+        raw = raw.strip()
+        if not raw.startswith(b"{"):
+            continue
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(line, dict):
+            continue
+        for index, (etype, payload) in enumerate(events_from_line(line, provider=provider, hooks=hooks)):
+            events.append({"id": f"run{run_id}-l{number}-{index}", "type": etype, "payload": payload})
+    return events, consumed, number - start_line

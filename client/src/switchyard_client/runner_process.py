@@ -1,0 +1,124 @@
+"""Starting an agent in its own process group, watching it, stopping it, and learning its exit code
+even when the runner that started it has died and a new one adopted it.
+
+The agent runs under a tiny ``sh`` wrapper that writes the exit code to a file when the agent
+exits (a process that is not our child cannot be waited for). The wrapper leads the process group
+(``start_new_session``), so SIGTERM to the group reaches the agent and all its children at once.
+The wrapper itself outlives that SIGTERM (a trap, which runs only once the agent has exited; a
+trapped signal is reset to its default in the agent, unlike an ignored one): it stays the agent's
+parent, so the agent is reaped the moment it exits rather than whenever init gets round to it, and
+its code is recorded (128+N for a signal, which a restarted runner takes as "killed: resume").
+A SIGKILL of the group leaves no file at all, which also reads as killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+# $0 is the exit file; the agent's argv follows. Written to a temp name and renamed, so a reader
+# never sees half a number.
+WRAPPER = 'trap : TERM INT HUP; "$@"; code=$?; echo "$code" > "$0.tmp" && mv -f "$0.tmp" "$0"; exit "$code"'
+
+
+def spawn(argv: list[str], *, cwd: str, env: dict[str, str], log_path: Path, exit_path: Path) -> subprocess.Popen:
+    """Start ``argv`` with stdout and stderr appended to ``log_path``; the child's pid is also its
+    process group id. Raises OSError when the program cannot be found or started."""
+    exit_path.unlink(missing_ok=True)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            ["sh", "-c", WRAPPER, str(exit_path), *argv],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def read_exit_file(exit_path: str | Path) -> int | None:
+    try:
+        return int(Path(exit_path).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def signal_group(pid: int, sig: int) -> bool:
+    """Send ``sig`` to the process group ``pid`` leads; False when it is gone."""
+    try:
+        os.killpg(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+
+
+def group_alive(pid: int) -> bool:
+    """Whether any live member of process group ``pid`` is left. Zombies do not count: an orphan
+    waits for init to reap it, which some container inits do only every second or so."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        entries = None
+    if entries is None:  # no /proc: the signal test, zombies included
+        try:
+            os.killpg(pid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                raw = fh.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        rest = raw[raw.rfind(")") + 2 :].split()
+        # rest[0] is the state (field 3), rest[2] the process group (field 5).
+        if len(rest) > 2 and rest[2] == str(pid) and rest[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def stop_group(pid: int, *, grace: float, reap=None, poll: float = 0.05) -> None:
+    """SIGTERM to the group, then SIGKILL to whatever of it is left after ``grace`` seconds.
+
+    The group is watched, not the wrapper: ``sh`` dies of SIGTERM at once while the agent may take
+    a moment to save its work. ``reap`` (the Popen's poll, for our own child) keeps a dead wrapper
+    from lingering as a zombie, which would still count as a member of the group."""
+    if not signal_group(pid, signal.SIGTERM):
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if reap is not None:
+            reap()
+        if not group_alive(pid):
+            return
+        time.sleep(poll)
+    signal_group(pid, signal.SIGKILL)
+    if reap is not None:
+        reap()
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "exit code unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    if 128 < code < 160:  # the wrapper's $? for an agent killed by a signal
+        try:
+            return f"exit code {code} (killed by {signal.Signals(code - 128).name})"
+        except ValueError:
+            pass
+    return f"exit code {code}"

@@ -1,0 +1,210 @@
+"""The agents a runner can start: the built-ins (claude, codex, gemini, shell, demo) merged with the
+config's ``[providers.<name>]`` tables, and the argv templating.
+
+Flags were written against: Claude Code 2.1.x (`-p`, `--output-format stream-json --verbose`,
+`--session-id <uuid>`, `--resume <uuid>`, `--settings <json>`, `--permission-mode`, `--allowedTools`),
+Codex CLI 0.125 (`codex exec --json --sandbox workspace-write --skip-git-repo-check --cd DIR PROMPT`;
+`codex exec resume --last PROMPT`, which takes no --cd/--sandbox, hence `-c sandbox_mode=...` and the
+workdir as its cwd) and Gemini CLI's headless mode (`-p`, `--output-format stream-json`,
+`--approval-mode`, `-r latest`, sessions kept per project folder). A config table of the same name
+overrides any of it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+import shutil
+import string
+import sys
+import uuid
+from typing import Any
+
+from switchyard_client.runner_config import ProviderConfig, RunnerConfig, RunnerConfigError, parse_provider
+
+BUILTIN_NAMES = ("claude", "codex", "gemini", "shell", "demo")
+PLACEHOLDERS = frozenset(
+    {"prompt", "session_id", "session_uuid", "workdir", "run_id", "task_id", "python", "hook_settings", "hook_command"}
+)
+# Fixed, so that a session id always maps to the same Claude Code session (uuid5 of the id).
+SESSION_NAMESPACE = uuid.UUID("6f1c7a52-4c1e-4f7e-9a8e-2f0c3b9d5e11")
+CLAUDE_HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Notification",
+    "Stop",
+    "SessionEnd",
+)
+CLAUDE_TOOLS = "Bash,Read,Write,Edit,MultiEdit,Glob,Grep,LS,TodoWrite"
+
+_CLAUDE_COMMON = [
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--settings",
+    "{hook_settings}",
+    "--permission-mode",
+    "acceptEdits",
+    "--allowedTools",
+    CLAUDE_TOOLS,
+]
+_GEMINI_COMMON = ["--output-format", "stream-json", "--approval-mode", "auto_edit"]
+
+
+def _builtins() -> dict[str, ProviderConfig]:
+    return {
+        "claude": ProviderConfig(
+            name="claude",
+            command=["claude", "-p", "{prompt}", "--session-id", "{session_uuid}", *_CLAUDE_COMMON],
+            resume_command=["claude", "-p", "{prompt}", "--resume", "{session_uuid}", *_CLAUDE_COMMON],
+            output="stream-json",
+            hooks=True,
+        ),
+        "codex": ProviderConfig(
+            name="codex",
+            command=[
+                "codex",
+                "exec",
+                "--json",
+                "--sandbox",
+                "workspace-write",
+                "--skip-git-repo-check",
+                "--cd",
+                "{workdir}",
+                "{prompt}",
+            ],
+            resume_command=[
+                "codex",
+                "exec",
+                "resume",
+                "--last",
+                "--json",
+                "-c",
+                'sandbox_mode="workspace-write"',
+                "{prompt}",
+            ],
+            output="jsonl",
+        ),
+        "gemini": ProviderConfig(
+            name="gemini",
+            command=["gemini", "-p", "{prompt}", *_GEMINI_COMMON],
+            resume_command=["gemini", "-r", "latest", "-p", "{prompt}", *_GEMINI_COMMON],
+            output="stream-json",
+        ),
+        # Runs the config's command with the task in its environment; off until a command is set.
+        "shell": ProviderConfig(name="shell", command=[], output="text"),
+        "demo": ProviderConfig(name="demo", command=["{python}", "-m", "switchyard_client.demo_agent"], output="text"),
+    }
+
+
+def session_uuid(session_id: str) -> str:
+    """Claude Code wants a UUID for --session-id; the same Switchyard session always gives the same one."""
+    return str(uuid.uuid5(SESSION_NAMESPACE, session_id))
+
+
+def hook_command() -> str:
+    return f"{shlex.quote(sys.executable)} -m switchyard_client.cli hook"
+
+
+def claude_hook_settings() -> str:
+    """`--settings` JSON wiring every Claude Code hook to `switchyard hook` (this Python's)."""
+    entry = [{"type": "command", "command": hook_command()}]
+    hooks: dict[str, Any] = {}
+    for event in CLAUDE_HOOK_EVENTS:
+        block: dict[str, Any] = {"hooks": entry}
+        if event in ("PreToolUse", "PostToolUse"):
+            block["matcher"] = "*"
+        hooks[event] = [block]
+    return json.dumps({"hooks": hooks}, separators=(",", ":"))
+
+
+def template_fields(template: list[str]) -> set[str]:
+    names: set[str] = set()
+    for part in template:
+        for _, name, _, _ in string.Formatter().parse(part):
+            if name is not None:
+                names.add(name)
+    return names
+
+
+def check_template(provider: str, key: str, template: list[str]) -> None:
+    try:
+        unknown = template_fields(template) - PLACEHOLDERS
+    except ValueError as exc:  # a lone "{" or "}"
+        raise RunnerConfigError(
+            f"[providers.{provider}] {key}: {exc} (write a literal brace as {{{{ or }}}})"
+        ) from None
+    if unknown:
+        raise RunnerConfigError(
+            f"[providers.{provider}] {key}: unknown placeholder(s) {', '.join('{' + n + '}' for n in sorted(unknown))}"
+            f" (known: {', '.join('{' + n + '}' for n in sorted(PLACEHOLDERS))})"
+        )
+
+
+def render(template: list[str], values: dict[str, Any]) -> list[str]:
+    """Each argv element with its placeholders filled in; a value is never split or re-parsed, so a
+    prompt with spaces, quotes or braces stays one argument."""
+    return [part.format_map(values) for part in template]
+
+
+def template_values(*, prompt: str, session_id: str, workdir: str, run_id: int, task_id: int | None) -> dict[str, Any]:
+    return {
+        "prompt": prompt,
+        "session_id": session_id,
+        "session_uuid": session_uuid(session_id) if session_id else "",
+        "workdir": workdir,
+        "run_id": run_id,
+        "task_id": task_id if task_id is not None else "",
+        "python": sys.executable,
+        "hook_settings": claude_hook_settings(),
+        "hook_command": hook_command(),
+    }
+
+
+def _available(provider: ProviderConfig) -> bool:
+    if not provider.enabled or not provider.command:
+        return False
+    head = provider.command[0]
+    if head == "{python}":
+        if provider.name == "demo" and provider.command[1:3] == ["-m", "switchyard_client.demo_agent"]:
+            return importlib.util.find_spec("switchyard_client.demo_agent") is not None
+        return True
+    if "{" in head:
+        return True
+    return shutil.which(head) is not None
+
+
+def providers_for(config: RunnerConfig) -> dict[str, ProviderConfig]:
+    """The providers this runner offers: built-ins whose program is here, plus the config's own."""
+    merged = _builtins()
+    for name, table in config.providers.items():
+        merged[name] = parse_provider(name, table, base=merged.get(name))
+    for provider in merged.values():
+        check_template(provider.name, "command", provider.command)
+        if provider.resume_command:
+            check_template(provider.name, "resume_command", provider.resume_command)
+    return {name: p for name, p in sorted(merged.items()) if _available(p)}
+
+
+def resume_prompt(prompt: str, packet: dict[str, Any] | None) -> str:
+    """The prompt of a resumed run: the task's, then what the earlier attempt left behind."""
+    if not packet:
+        return prompt
+    lines = [prompt, "", "---", "You are resuming this work after an interruption. Where it stood:"]
+    checkpoint = packet.get("checkpoint")
+    if checkpoint:
+        state = json.dumps(checkpoint.get("state"), ensure_ascii=False)
+        lines.append(f"Last checkpoint: {state[:4000]}")
+    milestones = packet.get("milestones") or []
+    if milestones:
+        lines.append("Milestones reached:")
+        lines += [f"- {m.get('text', '')}" for m in milestones[-50:]]
+    open_calls = packet.get("open_tool_calls") or []
+    if open_calls:
+        lines.append("Tool calls that never finished: " + ", ".join(str(c.get("tool_name")) for c in open_calls[:20]))
+    if len(lines) == 4:
+        lines.append("(no checkpoint or milestones were recorded)")
+    return "\n".join(lines)

@@ -1,0 +1,119 @@
+"""Handing queued runs to runners (SPEC §8): the long poll of ``POST /runners/me/next/``.
+
+A runner gets at most its free capacity (capacity minus the runs it holds), oldest run first, of
+the runs whose provider it offers and whose task's runner requirements (labels ``runner:<label>``)
+its labels meet. No run is ever handed to two runners: each is taken under its row lock (on
+PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so runners racing for the queue pass over each
+other's rows instead of queueing on them; on SQLite the IMMEDIATE transaction serialises the
+writers) and moved queued -> assigned only if it is still queued. The runner's own row is locked
+first, so two polls of one runner cannot both fill the same free slot.
+"""
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from runners.heartbeat import HELD, runner_seen, runs_to_cancel
+from runners.identities import run_agent_get_or_create
+from runners.models import Run, Runner
+from runners.queue_wake import queue_generation, queue_wait
+from runners.services import run_transition
+from sessions_app.actors import Actor
+
+POLL_SECONDS = 0.1  # how often a waiting poll looks at the queue again
+CANDIDATES = 200  # queued runs looked at per pass, oldest first
+REQUIREMENT_PREFIX = "runner:"
+
+
+@dataclass
+class NextResult:
+    runs: list[Run]
+    cancel: list[int]
+
+
+def task_runner_requirements(labels) -> set[str]:
+    """The runner labels a task needs: ``runner:gpu`` needs a runner labelled ``gpu``. (``repo:<name>``
+    will need the runner that hosts the repository once repositories live on runners.)"""
+    return {
+        label[len(REQUIREMENT_PREFIX) :]
+        for label in labels or []
+        if isinstance(label, str) and label.startswith(REQUIREMENT_PREFIX)
+    }
+
+
+def _matching_queued(runner: Runner):
+    return Run.objects.filter(status=Run.Status.QUEUED, provider__in=[p for p in runner.providers if p])
+
+
+def runs_dispatch(*, actor: Actor, runner: Runner) -> list[Run]:
+    """Assign up to the runner's free capacity of matching queued runs to it; returns them."""
+    if runner.status == Runner.Status.DRAINING or not runner.providers:
+        return []
+    # A look without a transaction first: most polls find nothing, and on SQLite every
+    # transaction takes the write lock.
+    if not _matching_queued(runner).exists():
+        return []
+    taken: list[Run] = []
+    with transaction.atomic():
+        runner = Runner.objects.select_for_update().get(pk=runner.pk)
+        if runner.status == Runner.Status.DRAINING:
+            return []
+        free = runner.capacity - Run.objects.filter(runner=runner, status__in=HELD).count()
+        if free <= 0:
+            return []
+        labels = set(runner.labels or [])
+        candidates = _matching_queued(runner).order_by("created_at", "id").values_list("id", "task__labels")
+        # Short: an answer that never reached a runner (killed mid-poll) must not hold the run for long.
+        lease = timezone.now() + timedelta(
+            seconds=min(settings.RUNNER_ASSIGN_ACK_SECONDS, settings.RUNNER_LEASE_SECONDS)
+        )
+        agents = {}
+        for run_id, task_labels in candidates[:CANDIDATES]:
+            if not task_runner_requirements(task_labels) <= labels:
+                continue
+            # Still queued, and nobody else is taking it right now (their lock is skipped, not waited on).
+            run = (
+                Run.objects.select_for_update(skip_locked=True, of=("self",))
+                .filter(pk=run_id, status=Run.Status.QUEUED)
+                .first()
+            )
+            if run is None:
+                continue
+            if run.provider not in agents:
+                agents[run.provider] = run_agent_get_or_create(provider=run.provider, runner=runner)
+            taken.append(
+                run_transition(
+                    actor=actor,
+                    run=run,
+                    to=Run.Status.ASSIGNED,
+                    runner=runner,
+                    agent=agents[run.provider],
+                    lease_expires_at=lease,
+                )
+            )
+            if len(taken) >= free:
+                break
+    return taken
+
+
+def runner_next(*, actor: Actor, runner: Runner, wait: float) -> NextResult:
+    """The long poll: answer at once with runs handed out or cancels pending, else look again every
+    POLL_SECONDS, or at once when a run is queued in this process (runners/queue_wake.py), until
+    ``wait`` (capped by RUNNER_POLL_MAX_SECONDS) has passed, then answer empty.
+    Runs outside any transaction, so each look sees what committed meanwhile."""
+    deadline = time.monotonic() + max(0.0, min(wait, settings.RUNNER_POLL_MAX_SECONDS))
+    runner_seen(runner=runner)  # a poll is a heartbeat too
+    while True:
+        seen = queue_generation()  # read before the look: a run queued after it wakes the wait below
+        runs = runs_dispatch(actor=actor, runner=runner)
+        cancel = runs_to_cancel(runner=runner)
+        left = deadline - time.monotonic()
+        if runs or cancel or left <= 0:
+            return NextResult(runs=runs, cancel=cancel)
+        queue_wait(seen, min(POLL_SECONDS, left))
+        # What a heartbeat meanwhile changed (providers, labels, draining) applies to the next look.
+        runner.refresh_from_db(fields=["status", "providers", "labels", "capacity"])

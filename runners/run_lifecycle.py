@@ -1,0 +1,227 @@
+"""What a run's status report does besides the move (SPEC §8, ``POST /runs/{id}/status/``): the
+session, the task's claim and the per-run key.
+
+- -> starting: the run's session is opened (once; a restart keeps it), the task is claimed for the
+  run's agent (``<provider>@<runner>``), and a per-run key is minted: scope ``agent``, bound to the
+  session, the older keys of the run revoked. The key is shown once, in the answer.
+- -> succeeded: the summary becomes a milestone of the session and rides on ``run.finished``; the
+  task goes to review, the session is completed.
+- -> failed: the task fails with the error; the session fails.
+- -> cancelled: the task stays where the person put it (given back to ready only if the run's agent
+  still holds it in progress); the session is cancelled.
+- -> lost (runners/leases.py): the session fails, which gives the task back.
+Every end revokes the run's keys. All of it happens in the transaction of the move, under the
+run's row lock; the ledger events and pushes those services queue go out after commit.
+
+The task and session are changed as the run's agent, through the board's and the sessions'
+services, so their rules and events are the ones any agent's work has. A task or session a person
+(or the agent itself) already moved on is left as it is: the run's end never fights them.
+"""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from board.models import Task
+from board.services import task_claim, task_complete, task_fail, task_release
+from config.api.errors import LEASE_LOST, DomainError
+from config.idempotency import IncomingItem, canonical_sha256
+from runners.identities import run_agent_get_or_create
+from runners.models import Run
+from runners.services import RUN_TRANSITIONS, run_may_drive, run_refuse_stale, run_transition
+from sessions_app.actors import Actor
+from sessions_app.keys import api_key_cache_clear, api_key_create
+from sessions_app.models import AgentApiKey, AgentSession
+from sessions_app.selectors import ResumeState, session_resume
+from sessions_app.services import ALLOWED_TRANSITIONS, milestone_record, session_open, session_transition
+
+S = Run.Status
+# What each terminal status of the run makes of its session.
+SESSION_END = {
+    S.SUCCEEDED: AgentSession.Status.COMPLETED,
+    S.FAILED: AgentSession.Status.FAILED,
+    S.CANCELLED: AgentSession.Status.CANCELLED,
+    S.LOST: AgentSession.Status.FAILED,
+}
+ERROR_MAX = 10_000
+
+
+@dataclass
+class Report:
+    run: Run
+    changed: bool  # False for a repeated terminal report
+    agent_key: str | None = None  # the per-run key, shown once (-> starting)
+    resume: ResumeState | None = None  # what the agent resumes from (-> starting), if anything
+
+
+def _agent_actor(run: Run) -> Actor:
+    return Actor(agent=run.agent)
+
+
+@transaction.atomic
+def run_report(*, actor: Actor, run: Run, attempt: int, status: str, **fields) -> Report:
+    """The holder reports ``run`` moved to ``status`` (its attempt fences it); see the module docstring.
+
+    A terminal status reported again with the same attempt answers as before and changes nothing.
+    ``cancelled`` is refused unless a cancel was asked for (or staff report it).
+    """
+    locked = Run.objects.select_for_update(of=("self",)).select_related("runner", "agent").get(pk=run.pk)
+    # The order of run_transition's checks: the fence, then who, then what.
+    run_refuse_stale(locked, attempt)
+    if not run_may_drive(actor, locked.runner):
+        raise DomainError(f"Run {locked.pk} is not held by this runner.", code="forbidden")
+    if locked.status == S.LOST and not (actor.is_staff or actor.system):
+        # Its lease lapsed: whatever the runner has to say about it comes too late.
+        raise DomainError(
+            f"Run {locked.pk} was lost: its lease lapsed before this report; drop it.",
+            code="conflict",
+            extra={"code": LEASE_LOST, "run": locked.pk, "attempt": locked.attempt},
+        )
+    if status == locked.status and status in Run.TERMINAL:
+        return Report(run=locked, changed=False)  # a retry of the report that ended it
+    cancel_asked = locked.cancel_requested_at is not None or actor.is_staff or actor.system
+    if status == S.CANCELLED and not cancel_asked and status in RUN_TRANSITIONS[locked.status]:
+        raise DomainError(
+            f"Run {locked.pk} was not asked to stop; report how it ended instead.",
+            code="conflict",
+            extra={"status": locked.status},
+        )
+    if status == S.STARTING:
+        return _start(actor=actor, run=locked, attempt=attempt, fields=fields)
+    moved = run_transition(actor=actor, run=locked, to=status, attempt=attempt, **fields)
+    if status in Run.TERMINAL:
+        run_end_effects(run=moved, actor=_agent_actor(moved))
+    return Report(run=moved, changed=True)
+
+
+def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
+    restart = run.status in (S.STARTING, S.RUNNING)
+    if run.agent_id is None and run.runner is not None:
+        # Handed out by other means than the poll (the system, a test): its agent is made now.
+        fields = {**fields, "agent": run_agent_get_or_create(provider=run.provider, runner=run.runner)}
+        run.agent = fields["agent"]
+    task = Task.objects.get(pk=run.task_id)
+    if S.STARTING in RUN_TRANSITIONS[run.status] and not (
+        task.status == Task.Status.READY
+        or (task.status == Task.Status.IN_PROGRESS and task.assignee_id == run.agent_id)
+    ):
+        # Checked before anything is written: the session's folder would outlive a rollback.
+        held = " held by another agent" if task.assignee_id not in (None, run.agent_id) else ""
+        raise DomainError(
+            f"Task {task.pk} is {task.status}{held}; a run starts on a ready task.",
+            code="conflict",
+            extra={"task": task.pk, "task_status": task.status},
+        )
+    # Acknowledged: from now on the lease is the full one, renewed by the runner's heartbeats.
+    fields = {**fields, "lease_expires_at": timezone.now() + timedelta(seconds=settings.RUNNER_LEASE_SECONDS)}
+    moved = run_transition(actor=actor, run=run, to=S.STARTING, attempt=attempt, **fields)
+    agent_actor = _agent_actor(moved)
+    session = moved.session
+    if session is None:
+        session, _ = session_open(
+            actor=agent_actor,
+            agent=moved.agent,
+            intent=task.title,
+            labels=["run"],
+            task=task,
+            status=AgentSession.Status.RUNNING,
+            metadata={"run": moved.pk, "runner": moved.runner.name, "provider": moved.provider},
+        )
+        moved.session = session
+        moved.save(update_fields=["session", "updated_at"])
+    task_claim(actor=agent_actor, agent=moved.agent, task=task, session=session)
+    key = run_key_mint(run=moved)
+    if restart:
+        resume = session_resume(session=session)
+    elif moved.resumes_id is not None and moved.resumes.session_id is not None:
+        resume = session_resume(session=moved.resumes.session)
+    else:
+        resume = None
+    return Report(run=moved, changed=True, agent_key=key, resume=resume)
+
+
+def run_key_mint(*, run: Run) -> str:
+    """A new per-run key for the run's agent, bound to its session; the run's older keys are revoked."""
+    run_keys_revoke(run=run)
+    issued = api_key_create(
+        agent=run.agent, name=f"run {run.pk} attempt {run.attempt}", scopes=[AgentApiKey.Scope.AGENT]
+    )
+    AgentApiKey.objects.filter(pk=issued.api_key.pk).update(session=run.session)
+    return issued.key
+
+
+def run_keys_revoke(*, run: Run) -> int:
+    """Revoke every key bound to the run's session; refused at once in this process, within
+    API_KEY_CACHE_SECONDS in the others."""
+    if run.session_id is None:
+        return 0
+    revoked = AgentApiKey.objects.filter(session_id=run.session_id, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    api_key_cache_clear()
+    return revoked
+
+
+def run_end_effects(*, run: Run, actor: Actor) -> None:
+    """The task, session and keys of a run that just ended (run.status terminal). Caller holds the
+    transaction of the move. ``actor`` acts on the task and session: the run's agent, or the system."""
+    session = run.session
+    task = Task.objects.get(pk=run.task_id)
+    held = task.status == Task.Status.IN_PROGRESS and run.agent_id is not None and task.assignee_id == run.agent_id
+    if run.status == S.SUCCEEDED and session is not None and run.summary and not session.is_terminal:
+        _milestone(actor=actor, session=session, text=summary_text(run.summary))
+    if held and run.status == S.SUCCEEDED:
+        task_complete(actor=actor, task=task, review=True)
+    elif held and run.status == S.FAILED:
+        task_fail(actor=actor, task=task, error=_exit_error(run))
+    elif held and run.status == S.CANCELLED:
+        task_release(actor=actor, task=task)
+    # lost: failing the session below gives the task back (task_claims_release_for_session)
+    if session is not None:
+        _session_end(actor=actor, session=session, status=SESSION_END[run.status], reason=f"run {run.pk} {run.status}")
+    run_keys_revoke(run=run)
+
+
+def _exit_error(run: Run) -> str:
+    """The task's error: the exit code, then what the runner sent (the last lines of the log)."""
+    head = f"exit code {run.exit_code}" if run.exit_code is not None else ""
+    if head and run.error.startswith(head):
+        head = ""  # the runner said it already
+    return "\n".join(part for part in (head, run.error) if part) or "The run failed."
+
+
+def _session_end(*, actor: Actor, session: AgentSession, status: str, reason: str) -> None:
+    session = AgentSession.objects.get(pk=session.pk)
+    if session.is_terminal:
+        return  # the agent (or a person) ended it already
+    if status not in ALLOWED_TRANSITIONS[session.status]:
+        # planning cannot complete directly: it was running, as far as anyone can tell
+        session, _ = session_transition(actor=actor, session=session, status=AgentSession.Status.RUNNING, reason=reason)
+    session_transition(actor=actor, session=session, status=status, reason=reason)
+
+
+def _milestone(*, actor: Actor, session: AgentSession, text: str) -> None:
+    data = {"text": text}
+    milestone_record(
+        actor=actor, session=session, item=IncomingItem(index=0, data=data, body_sha256=canonical_sha256(data))
+    )
+
+
+def summary_text(summary: dict) -> str:
+    """One line for people: ``Run finished: 2 commits ahead, 1 file changed (a.py), patch run-12.patch``."""
+    parts = []
+    if summary.get("commits_ahead") is not None:
+        parts.append(f"{summary['commits_ahead']} commit(s) ahead")
+    files = summary.get("files_changed") or []
+    if files:
+        shown = ", ".join(str(name) for name in files[:10]) + (", ..." if len(files) > 10 else "")
+        parts.append(f"{len(files)} file(s) changed ({shown})")
+    if summary.get("patch"):
+        parts.append(f"patch {summary['patch']}")
+    artifacts = summary.get("artifacts") or []
+    if artifacts:
+        parts.append("work products: " + ", ".join(str(name) for name in artifacts[:10]))
+    return ("Run finished: " + ", ".join(parts) if parts else "Run finished.")[:2000]

@@ -1,0 +1,54 @@
+"""Writes the pages make on runs, composed from runners/services.py.
+
+Why a module of its own: "Start job" on the priorities and campaigns pages is a board import
+(board/imports/), and the board must not know about runners (runners depends on board, not the
+other way round). So the page view calls the import, and then, after the import has committed,
+``runs_queue_for_tasks`` here: a run that can't be queued (no permission, one already active)
+never undoes the import, and each run is queued in its own transaction.
+"""
+
+from dataclasses import dataclass, field
+
+from board.live import board_push_tasks
+from board.models import Task
+from config.api.errors import DomainError
+from runners.models import Run
+from runners.services import run_cancel, run_queue
+from sessions_app.actors import Actor
+
+
+@dataclass
+class RunsQueued:
+    provider: str
+    runs: list[Run] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # one message per task whose run was refused
+
+
+def runs_queue_for_tasks(*, actor: Actor, task_ids: list[int], provider: str) -> RunsQueued | None:
+    """Queue a run of ``provider`` for each of ``task_ids`` that is ready, in board order.
+
+    None when no provider was chosen ("don't start agents"). Stops at the first refusal that
+    would refuse every task alike (not allowed, a bad provider name); a task that already has
+    an active run is skipped with its message.
+    """
+    provider = (provider or "").strip()
+    if not provider:
+        return None
+    result = RunsQueued(provider=provider)
+    tasks = Task.objects.filter(pk__in=task_ids, status=Task.Status.READY).order_by("rank", "id")
+    for task in tasks:
+        try:
+            result.runs.append(run_queue(actor=actor, task=task, provider=provider))
+        except DomainError as error:
+            result.refused.append(error.message)
+            if error.code != "conflict":
+                break
+    return result
+
+
+def run_stop(*, actor: Actor, run: Run) -> Run:
+    """Stop from a page: ``run_cancel``, and the card shows "stopping" at once. A run already
+    handed out records no event until its runner reports it cancelled, so the card is pushed here."""
+    stopped = run_cancel(actor=actor, run=run)
+    board_push_tasks(task_ids=[stopped.task_id])
+    return stopped

@@ -1,0 +1,191 @@
+"""The runner's built-in codex and gemini providers, end to end, with fakes on the wire.
+
+fake_codex.py and fake_gemini.py are put first on the runner's PATH under the real binaries' names,
+so the runner finds and starts them exactly as it would the real CLIs (the built-in argv, the
+workdir, the environment). They print what `codex exec --json` and `gemini --output-format
+stream-json` print; the tests check that the runner turned that into the session's stream events,
+and that after a kill -9 of the runner and the agent it starts each provider's resume command.
+"""
+
+import os
+import signal
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from board.models import Task
+from ledger.models import Event
+from runners.models import Run
+from runners.services import run_queue
+from sessions_app.actors import Actor
+from sessions_app.keys import api_key_create
+from switchyard_client.client import Client
+from tests.factories import TaskFactory, UserFactory
+from tests.runners.live_runner import GIT_ENV, Machine, run_in, wait_for
+from tests.workspaces.conftest import commit_file, git
+from workspaces.worktrees import repository_register
+
+pytestmark = pytest.mark.usefixtures("transactional_db")
+HERE = Path(__file__).parent
+PROVIDERS = ("codex", "gemini")
+
+
+@pytest.fixture
+def person():
+    return Actor(user=UserFactory(username="po", is_staff=True))
+
+
+@pytest.fixture
+def fake_bin(tmp_path):
+    """`codex` and `gemini` on a PATH of their own: the fakes, run by this Python."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for name in PROVIDERS:
+        script = folder / name
+        script.write_text(f'#!/bin/sh\nexec {sys.executable} {HERE / f"fake_{name}.py"} "$@"\n')
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return folder
+
+
+@pytest.fixture
+def machine(tmp_path, sy_server, fake_bin):
+    home = tmp_path / "agent-home"
+    env = {**GIT_ENV, "HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+    made = Machine(
+        tmp_path / "machines",
+        sy_server.url,
+        "fk-1",
+        capacity=2,
+        providers={name: {"env": env} for name in PROVIDERS},
+        env={"PATH": f"{fake_bin}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"},
+    )
+    yield made
+    made.cleanup()
+
+
+@pytest.fixture
+def repository(tmp_path):
+    clone = tmp_path / "code" / "shop"
+    clone.mkdir(parents=True)
+    git(clone, "init", "-q", "-b", "main")
+    commit_file(clone, "README.md", "# shop\n", "Initial commit")
+    repository, _ = repository_register(path=str(clone))
+    return repository
+
+
+def owner_client(url: str, run: Run) -> Client:
+    run.refresh_from_db()
+    return Client(url, api_key_create(agent=run.agent, scopes=["agent"]).key, timeout=20)
+
+
+def session_events(url: str, run: Run) -> list[dict]:
+    with owner_client(url, run) as sy:
+        return sy.events_list(run.session_id, limit=500)["results"]
+
+
+def ledger(run: Run, name: str) -> list[dict]:
+    rows = Event.objects.filter(name=name, subject_type="run", subject_id=str(run.pk)).order_by("id")
+    return list(rows.values_list("payload", flat=True))
+
+
+def agent_argv(pid: int) -> tuple[list[str], str]:
+    """The agent's argv as the runner gave it (the wrapper's `sh -c WRAPPER EXIT_FILE <argv>`), and its cwd."""
+    argv = [part.decode() for part in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if part]
+    return argv[argv.index("-c") + 3 :], os.readlink(f"/proc/{pid}/cwd")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_builtin_provider_runs_the_cli_and_parses_its_output(provider, person, machine, repository, sy_server):
+    runner = machine.start()
+    task = TaskFactory(title="Write the notes", description="commit: yes", repository=repository)
+    run = run_queue(actor=person, task=task, provider=provider)
+    wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=60, what="the run to end", machines=[machine])
+    assert run.status == "succeeded", f"{run.error}\n{machine.output()}"
+    assert run.exit_code == 0 and run.attempt == 1
+    offered = runner.output().split(" with providers ", 1)[1].split(";", 1)[0].split(", ")
+    assert {"codex", "gemini"} <= set(offered), offered  # found on PATH under their real names
+    assert Task.objects.get(pk=task.pk).status == "review"
+    name = f"{provider}-{run.pk}.txt"
+    assert git(run.workdir, "log", "--format=%s", "-1").strip() == f"Add {name}"
+    assert run.summary["commits_ahead"] == 1 and run.summary["files_changed"] == [name]
+    assert run.session.agent.slug == f"{provider}-at-fk-1" and run.session.agent.provider == provider
+
+    events = session_events(sy_server.url, run)
+    payloads = [e["payload"] for e in events]
+    assert all(p.get("source") == provider for p in payloads if "source" in p)
+    tools = [(e["type"], e["payload"].get("tool") or e["payload"].get("tool_name")) for e in events]
+    if provider == "codex":
+        (started,) = [p for p in payloads if p.get("event") == "thread.started"]
+        assert started["thread_id"]
+        assert ("tool_started", "command_execution") in tools and ("tool_finished", "command_execution") in tools
+        assert ("tool_finished", "file_change") in tools
+        assert any(p.get("message") == "done (resumed False)" for p in payloads)
+        (done,) = [p for p in payloads if p.get("event") == "turn.completed"]
+        assert done["usage"]["output_tokens"] == 80
+    else:
+        (init,) = [p for p in payloads if p.get("event") == "init"]
+        assert init["session_id"] and init["model"] == "gemini-2.5-pro"
+        assert ("tool_started", "write_file") in tools, tools
+        assert [e["type"] for e in events].count("tool_finished") == 1
+        assert {p.get("message") for p in payloads} >= {"Done", " (resumed False)."}
+        (result,) = [p for p in payloads if p.get("event") == "result"]
+        assert result["stats"]["total_tokens"] == 1500 and result["status"] == "success"
+    assert [p["attempt"] for p in ledger(run, "run.started")] == [1]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_killed_run_resumes_with_the_providers_resume_command(
+    provider, person, machine, repository, sy_server, tmp_path
+):
+    go = tmp_path / f"go-{provider}"
+    task = TaskFactory(title="Write the notes", description=f"hold: {go}\ncommit: yes", repository=repository)
+    run = run_queue(actor=person, task=task, provider=provider)
+    first = machine.start()
+    before = wait_for(
+        lambda: run_in(run, "running") and machine.state(run).get("shipped", 0) > 0 and machine.state(run),
+        timeout=60,
+        what="the agent's first output",
+        machines=[machine],
+    )
+    argv, cwd = agent_argv(before["pid"])
+    workdir = before["workdir"]
+    if provider == "codex":
+        assert argv[:3] == ["codex", "exec", "--json"] and argv[argv.index("--cd") + 1] == workdir, argv
+    else:
+        assert argv[:2] == ["gemini", "-p"] and "-r" not in argv, argv
+    first.kill9()
+    os.killpg(before["pid"], signal.SIGKILL)
+
+    machine.start()
+    after = wait_for(
+        lambda: (s := machine.state(run)).get("attempt") == 2 and s.get("pid") not in (None, before["pid"]) and s,
+        timeout=60,
+        what="the resumed agent",
+        machines=[machine],
+    )
+    argv, cwd = agent_argv(after["pid"])
+    prompt = argv[-1] if provider == "codex" else argv[argv.index("-p") + 1]
+    assert "You are resuming this work after an interruption" in prompt and f"hold: {go}" in prompt
+    if provider == "codex":
+        # No --cd on `exec resume`: the runner starts it in the workdir, where the thread was made.
+        assert argv == ["codex", "exec", "resume", "--last", "--json", "-c", 'sandbox_mode="workspace-write"', prompt]
+        assert cwd == workdir
+    else:
+        assert argv[:5] == ["gemini", "-r", "latest", "-p", prompt], argv
+        assert argv[5:] == ["--output-format", "stream-json", "--approval-mode", "auto_edit"], argv
+    go.touch()
+    wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=60, what="the run to end", machines=[machine])
+    assert run.status == "succeeded" and run.attempt == 2, f"{run.error}\n{machine.output()}"
+    # The same thread/session went on (the fake found the first attempt's), and wrote its second turn.
+    name = f"{provider}-{run.pk}.txt"
+    assert (Path(workdir) / name).read_text().count("(turn ") == 2
+    payloads = [e["payload"] for e in session_events(sy_server.url, run)]
+    key = "thread_id" if provider == "codex" else "session_id"
+    starts = [p[key] for p in payloads if p.get("event") in ("thread.started", "init")]
+    assert len(starts) == 2 and len(set(starts)) == 1, starts
+    assert any("(resumed True)" in str(p.get("message")) for p in payloads)
+    assert [p["attempt"] for p in ledger(run, "run.started")] == [1, 2]
+    assert [p["attempt"] for p in ledger(run, "run.resumed")] == [2]
+    assert len(ledger(run, "run.finished")) == 1

@@ -1,0 +1,279 @@
+"""A scripted stand-in for the Anthropic Messages API, for running the real Claude Code CLI in tests.
+
+Claude Code is pointed at it with ``ANTHROPIC_BASE_URL=<fake.url>`` and any ``ANTHROPIC_API_KEY``.
+It answers ``POST /v1/messages`` (streamed as server-sent events, or as one JSON body when the
+request does not ask for a stream) the way the API does: ``message_start``, then per content
+block ``content_block_start`` / ``content_block_delta`` (``text_delta`` or ``input_json_delta``) /
+``content_block_stop``, then ``message_delta`` with the stop reason and usage, and ``message_stop``.
+
+The conversation is scripted per test as a list of replies, ``tool_use(...)`` or ``text(...)``. The
+reply to a request of the main conversation is the script's entry number *n*, where *n* is how many
+``tool_result`` blocks the request carries for tool uses this fake issued (ids ``toolu_<tag>_NN``): the
+first request gets the tool use, the one that comes back with its result gets the next entry (the
+final text, say). Stateless, so a retried request gets the same answer; a resumed conversation, which
+carries an earlier fake's tool results, starts this script from its beginning. A request is of the main conversation when it offers the tools the script uses;
+everything else Claude Code asks on the side (a quota probe, a title for the session, a Bash command's
+prefix, a topic check) gets a short text. ``count_tokens`` gets a count; other GETs and HEADs get an
+empty 200 (connectivity checks), anything else a 404 in the API's error format.
+
+Every request is kept in ``requests`` (method, path, JSON body) so a test can show what was asked.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL_FALLBACK = "claude-sonnet-4-5"
+SIDE_TEXT = "OK"
+INPUT_TOKENS = 120
+OUTPUT_TOKENS = 30
+
+
+@dataclass(frozen=True)
+class Reply:
+    kind: str  # "tool_use" | "text"
+    text: str = ""
+    name: str = ""
+    input: dict = field(default_factory=dict)
+
+
+def tool_use(name: str, input: dict, *, text: str = "") -> Reply:
+    """A reply that calls ``name`` with ``input`` (after a short text, if given)."""
+    return Reply("tool_use", text=text, name=name, input=input)
+
+
+def text(value: str) -> Reply:
+    return Reply("text", text=value)
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    body: Any
+
+    @property
+    def main(self) -> bool:
+        return isinstance(self.body, dict) and bool(self.body.get("_main"))
+
+
+def tool_results(body: dict, prefix: str = "") -> int:
+    """How many ``tool_result`` blocks the request's messages carry (for tool use ids starting ``prefix``)."""
+    count = 0
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            count += sum(
+                1
+                for block in content
+                if isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and str(block.get("tool_use_id", "")).startswith(prefix)
+            )
+    return count
+
+
+def _offered_tools(body: dict) -> set[str]:
+    return {str(tool.get("name")) for tool in body.get("tools") or [] if isinstance(tool, dict)}
+
+
+def _chunks(value: str, size: int) -> list[str]:
+    return [value[i : i + size] for i in range(0, len(value), size)] or [""]
+
+
+class FakeAnthropic:
+    """``with FakeAnthropic([tool_use("Bash", {...}), text("Done.")]) as fake: ... fake.url``"""
+
+    def __init__(self, script: list[Reply], *, tag: str = "fake"):
+        self.script = list(script)
+        self.prefix = f"toolu_{tag}_"
+        self.requests: list[Seen] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
+        self._ids = 0
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> FakeAnthropic:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeAnthropic:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def main_requests(self) -> list[Seen]:
+        with self._lock:
+            return [seen for seen in self.requests if seen.main]
+
+    def describe(self) -> str:
+        """One line per request, for an assertion's message."""
+        with self._lock:
+            lines = []
+            for seen in self.requests:
+                model = seen.body.get("model") if isinstance(seen.body, dict) else None
+                tag = " main" if seen.main else ""
+                lines.append(f"{seen.method} {seen.path} model={model}{tag}")
+            return "\n".join(lines)
+
+    # --- what to answer ---------------------------------------------------------------------------
+    def _is_main(self, body: dict) -> bool:
+        wanted = {reply.name for reply in self.script if reply.kind == "tool_use"}
+        offered = _offered_tools(body)
+        return bool(offered) and (wanted <= offered if wanted else True)
+
+    def reply_for(self, body: dict) -> tuple[Reply, bool]:
+        if not self._is_main(body):
+            return text(SIDE_TEXT), False
+        index = tool_results(body, self.prefix)
+        if index >= len(self.script):
+            return text("(the script has ended)"), True
+        return self.script[index], True
+
+    def message(self, body: dict, reply: Reply, index: int) -> tuple[dict, list[dict]]:
+        """The message as the API would return it whole, and its content blocks."""
+        blocks: list[dict] = []
+        if reply.text:
+            blocks.append({"type": "text", "text": reply.text})
+        if reply.kind == "tool_use":
+            blocks.append(
+                {"type": "tool_use", "id": f"{self.prefix}{index:02d}", "name": reply.name, "input": reply.input}
+            )
+        message = {
+            "id": f"msg_fake_{self._next_id():04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model") or MODEL_FALLBACK,
+            "content": blocks,
+            "stop_reason": "tool_use" if reply.kind == "tool_use" else "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": INPUT_TOKENS,
+                "output_tokens": OUTPUT_TOKENS,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
+        return message, blocks
+
+    def events(self, message: dict, blocks: list[dict]) -> list[tuple[str, dict]]:
+        start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
+        events: list[tuple[str, dict]] = [("message_start", {"type": "message_start", "message": start})]
+        events.append(("ping", {"type": "ping"}))
+        for index, block in enumerate(blocks):
+            if block["type"] == "text":
+                opening = {"type": "text", "text": ""}
+                deltas = [{"type": "text_delta", "text": part} for part in _chunks(block["text"], 12)]
+            else:
+                opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+                raw = json.dumps(block["input"])
+                deltas = [{"type": "input_json_delta", "partial_json": part} for part in _chunks(raw, 16)]
+            events.append(
+                ("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening})
+            )
+            for delta in deltas:
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        events.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": message["usage"]["output_tokens"]},
+                },
+            )
+        )
+        events.append(("message_stop", {"type": "message_stop"}))
+        return events
+
+    def _next_id(self) -> int:
+        with self._lock:
+            self._ids += 1
+            return self._ids
+
+    def _record(self, seen: Seen) -> None:
+        with self._lock:
+            self.requests.append(seen)
+
+    # --- HTTP -------------------------------------------------------------------------------------
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.0: each answer ends by closing the connection, so a stream needs no chunking.
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, format: str, *args: object) -> None:  # quiet: the test prints describe()
+                pass
+
+            def _json(self, status: int, body: object) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("request-id", f"req_fake_{fake._next_id():04d}")
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self) -> Any:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    return json.loads(raw) if raw else None
+                except ValueError:
+                    return raw.decode("utf-8", "replace")
+
+            def do_HEAD(self) -> None:
+                fake._record(Seen("HEAD", self.path, None))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self) -> None:
+                fake._record(Seen("GET", self.path, None))
+                self._json(200, {})
+
+            def do_POST(self) -> None:
+                body = self._body()
+                path = self.path.split("?", 1)[0]
+                if path.endswith("/v1/messages/count_tokens"):
+                    fake._record(Seen("POST", self.path, body))
+                    self._json(200, {"input_tokens": INPUT_TOKENS})
+                    return
+                if not path.endswith("/v1/messages") or not isinstance(body, dict):
+                    fake._record(Seen("POST", self.path, body))
+                    error = {"type": "not_found_error", "message": f"No route for POST {path} in the fake."}
+                    self._json(404, {"type": "error", "error": error})
+                    return
+                reply, main = fake.reply_for(body)
+                fake._record(Seen("POST", self.path, {**body, "_main": main}))
+                message, blocks = fake.message(body, reply, tool_results(body, fake.prefix))
+                if not body.get("stream"):
+                    self._json(200, message)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("request-id", f"req_fake_{fake._next_id():04d}")
+                self.end_headers()
+                for name, data in fake.events(message, blocks):
+                    self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                    self.wfile.flush()
+
+        return Handler

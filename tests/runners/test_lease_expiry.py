@@ -1,0 +1,146 @@
+"""Lease expiry (runners/leases.py): runs of a runner gone quiet go back to the queue or are lost and
+re-queued, the old attempt is fenced out, and the runner goes offline."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from board.models import Task, TaskClaim
+from config.api.errors import LEASE_LOST
+from config.schedules import schedules
+from ledger.models import Event
+from runners.leases import runs_expire_leases
+from runners.models import Run, Runner
+from runners.tasks import runs_expire_leases_task
+from sessions_app.models import AgentApiKey
+from tests.runners.runner_clients import client_with_key, next_runs, post_log, report, take_and_start
+
+pytestmark = pytest.mark.django_db
+LATER = timedelta(seconds=61)
+
+
+def test_an_assigned_run_whose_lease_lapsed_goes_back_to_the_queue_fenced(runner_client, queue_run):
+    run = queue_run()
+    next_runs(runner_client)
+
+    expired = runs_expire_leases(now=timezone.now() + LATER)
+
+    stored = Run.objects.get(pk=run.pk)
+    assert expired.requeued == [run.pk]
+    assert (stored.status, stored.attempt, stored.runner_id, stored.agent_id, stored.lease_expires_at) == (
+        "queued",
+        2,
+        None,
+        None,
+        None,
+    )
+    # the runner that had it hears lease_lost
+    response = report(runner_client, run.pk, "starting", attempt=1)
+    assert (response.status_code, response.json()["code"]) == (409, LEASE_LOST)
+
+
+def test_a_started_run_whose_lease_lapsed_is_lost_and_queued_again_to_resume(runner_client, queue_run, settings):
+    # given a running run with a session, a claim and a per-run key
+    run = queue_run()
+    started = take_and_start(runner_client, run)
+    report(runner_client, run.pk, "running", pid=7)
+
+    # when its runner goes quiet past the lease
+    expired = runs_expire_leases(now=timezone.now() + LATER)
+
+    # then the run is lost, its session failed, the task given back, the key revoked
+    lost = Run.objects.select_related("session", "task").get(pk=run.pk)
+    assert expired.lost == [run.pk]
+    assert (lost.status, lost.ended_at is not None, lost.session.status) == ("lost", True, "failed")
+    assert (lost.task.status, lost.task.assignee_id) == ("ready", None)
+    assert TaskClaim.objects.get(task=lost.task).outcome == "released"
+    assert AgentApiKey.objects.get(session=lost.session).revoked_at is not None
+    assert client_with_key(started["agent_key"]).get(f"/api/v1/sessions/{lost.session_id}/").status_code == 401
+    assert Event.objects.filter(name="run.lost", subject_id=str(run.pk)).count() == 1
+    # and a new run resumes it
+    again = Run.objects.get(pk=expired.resumed_by[run.pk])
+    assert (again.status, again.task_id, again.provider, again.prompt, again.resumes_id, again.attempt) == (
+        "queued",
+        run.task_id,
+        "demo",
+        run.prompt,
+        run.pk,
+        1,
+    )
+    # and whatever the old runner sends about the lost run is refused
+    for response in (
+        report(runner_client, run.pk, "succeeded", attempt=1, exit_code=0),
+        post_log(runner_client, run.pk, b"late", offset=0, attempt=1),
+    ):
+        assert (response.status_code, response.json()["code"]) == (409, LEASE_LOST)
+    assert Run.objects.get(pk=run.pk).status == "lost"
+
+
+def test_the_resuming_run_starts_with_the_lost_sessions_packet(runner_client, other_runner_client, queue_run):
+    run = queue_run()
+    first = take_and_start(runner_client, run)
+    expired = runs_expire_leases(now=timezone.now() + LATER)
+
+    resumed = Run.objects.get(pk=expired.resumed_by[run.pk])
+    handed = next_runs(other_runner_client).json()["runs"]
+    started = report(other_runner_client, resumed.pk, "starting").json()
+
+    assert handed[0]["resumes"] == {"id": run.pk, "session": first["session"]}
+    assert started["resume"]["session"]["id"] == first["session"]
+    assert Task.objects.get(pk=run.task_id).assignee.slug == "demo-at-build-2"
+
+
+def test_with_requeue_off_a_lost_run_is_only_lost(runner_client, queue_run, settings):
+    settings.RUNNER_REQUEUE_LOST = False
+    run = queue_run()
+    take_and_start(runner_client, run)
+
+    expired = runs_expire_leases(now=timezone.now() + LATER)
+
+    assert (expired.lost, expired.resumed_by) == ([run.pk], {})
+    assert list(Run.objects.values_list("status", flat=True)) == ["lost"]
+
+
+def test_a_heartbeat_keeps_the_lease(runner_client, queue_run):
+    run = queue_run()
+    take_and_start(runner_client, run)
+
+    assert runs_expire_leases(now=timezone.now() + timedelta(seconds=30)).lost == []
+    runner_client.post("/api/v1/runners/me/heartbeat/", {}, format="json")
+    assert runs_expire_leases(now=timezone.now() + timedelta(seconds=50)).lost == []
+    assert Run.objects.get(pk=run.pk).status == "starting"
+
+
+def test_expiry_is_idempotent(runner_client, queue_run):
+    run = queue_run()
+    take_and_start(runner_client, run)
+    later = timezone.now() + LATER
+    runs_expire_leases(now=later)
+    state = list(Run.objects.order_by("pk").values()), Event.objects.count()
+
+    again = runs_expire_leases(now=later)
+
+    assert (again.requeued, again.lost) == ([], [])
+    assert (list(Run.objects.order_by("pk").values()), Event.objects.count()) == state
+
+
+def test_runners_unseen_for_the_lease_go_offline(runner_client, other_runner_client):
+    runner_client.post("/api/v1/runners/me/heartbeat/", {}, format="json")
+    Runner.objects.filter(pk=other_runner_client.runner.pk).update(last_seen_at=timezone.now() - timedelta(seconds=10))
+
+    expired = runs_expire_leases(now=timezone.now() + timedelta(seconds=55))
+
+    assert expired.offline == ["build-2"]
+    statuses = dict(Runner.objects.values_list("name", "status"))
+    assert statuses == {"build-1": "online", "build-2": "offline"}
+
+
+def test_the_task_runs_it_and_beat_schedules_it_every_15_s(runner_client, queue_run):
+    queue_run()
+    next_runs(runner_client)
+    Run.objects.update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+    assert runs_expire_leases_task.run() == {"requeued": 1, "lost": 0, "offline": 0}
+    schedule = {s.task: s for s in schedules()}["runners.tasks.runs_expire_leases_task"]
+    assert schedule.every_seconds == 15

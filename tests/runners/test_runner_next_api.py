@@ -1,0 +1,258 @@
+"""POST /api/v1/runners/me/next/: the long poll that hands queued runs to runners."""
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from ledger.models import Event
+from runners.models import Run, Runner
+from runners.services import run_cancel, run_queue, runner_key_create
+from sessions_app.actors import Actor
+from sessions_app.models import Agent
+from tests.factories import TaskFactory, UserFactory
+from tests.runners.runner_clients import client_with_key, next_runs, world_state
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/runners/me/next/"
+
+
+def test_a_queued_run_is_handed_out_at_once_as_an_assignment(runner_client, queue_run):
+    # given a queued run of a task with a repository and labels
+    from workspaces.models import Repository
+
+    repository = Repository.objects.create(name="shop", path="/srv/clones/shop", default_branch="trunk")
+    run = queue_run(
+        title="Fix the cart", description="It loses items.", labels=["type:bugfix", "urgent"], repository=repository
+    )
+
+    # when the runner asks, even willing to wait
+    started = time.monotonic()
+    response = next_runs(runner_client, wait=10)
+
+    # then it gets it at once, assigned to it under a lease, worked by its demo@build-1 agent
+    assert time.monotonic() - started < 2
+    assert response.status_code == 200
+    assert response.json() == {
+        "runs": [
+            {
+                "id": run.pk,
+                "attempt": 1,
+                "provider": "demo",
+                "prompt": "Fix the cart\n\nIt loses items.",
+                "task": {
+                    "id": run.task_id,
+                    "title": "Fix the cart",
+                    "description": "It loses items.",
+                    "type": "bugfix",
+                    "labels": ["type:bugfix", "urgent"],
+                    "repository": {
+                        "id": repository.pk,
+                        "name": "shop",
+                        "path": "/srv/clones/shop",
+                        "default_branch": "trunk",
+                    },
+                },
+                "resumes": None,
+            }
+        ],
+        "cancel": [],
+    }
+    stored = Run.objects.select_related("runner", "agent").get(pk=run.pk)
+    assert (stored.status, stored.runner.name, stored.agent.slug, stored.agent.display_name) == (
+        "assigned",
+        "build-1",
+        "demo-at-build-1",
+        "demo@build-1",
+    )
+    assert stored.agent.provider == Agent.Provider.CUSTOM
+    assert stored.lease_expires_at is not None
+    # and the runner counts as seen
+    assert Runner.objects.get(pk=runner_client.runner.pk).last_seen_at is not None
+
+
+def test_the_agent_of_a_known_provider_is_that_provider(runner_client, queue_run):
+    queue_run(provider="claude")
+
+    next_runs(runner_client)
+
+    agent = Agent.objects.get(slug="claude-at-build-1")
+    assert (agent.display_name, agent.provider) == ("claude@build-1", Agent.Provider.CLAUDE)
+
+
+def test_nothing_queued_answers_empty_after_the_wait(runner_client):
+    started = time.monotonic()
+
+    response = next_runs(runner_client, wait=0.4)
+
+    elapsed = time.monotonic() - started
+    assert response.json() == {"runs": [], "cancel": []}
+    assert 0.4 <= elapsed < 3
+
+
+def test_wait_zero_answers_at_once(runner_client):
+    started = time.monotonic()
+    assert next_runs(runner_client, wait=0).json() == {"runs": [], "cancel": []}
+    assert time.monotonic() - started < 1
+
+
+def test_the_server_caps_the_wait(runner_client, settings):
+    settings.RUNNER_POLL_MAX_SECONDS = 0
+    started = time.monotonic()
+    assert next_runs(runner_client, wait=30).json()["runs"] == []
+    assert time.monotonic() - started < 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_queued_while_the_runner_waits_is_handed_out_at_once(runner_client):
+    # given a runner waiting up to 20 s, and a person who presses Run half a second later
+    task = TaskFactory()
+    person = Actor(user=UserFactory(is_staff=True))
+    queued: list[Run] = []
+
+    def press_run():
+        try:
+            time.sleep(0.5)
+            queued.append(run_queue(actor=person, task=task, provider="demo"))
+        finally:
+            connection.close()  # this thread's own connection
+
+    presser = threading.Thread(target=press_run)
+    presser.start()
+    started = time.monotonic()
+
+    # when it polls
+    response = next_runs(runner_client, wait=20)
+
+    # then the answer comes within moments of the queueing, not at the end of the wait
+    elapsed = time.monotonic() - started
+    presser.join(timeout=10)
+    assert [r["id"] for r in response.json()["runs"]] == [queued[0].pk]
+    assert 0.4 < elapsed < 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancel_asked_while_the_runner_waits_is_answered_at_once(runner_client, queue_run):
+    run = queue_run()
+    next_runs(runner_client)
+    person = Actor(user=UserFactory(is_staff=True))
+
+    def press_stop():
+        try:
+            time.sleep(0.5)
+            run_cancel(actor=person, run=Run.objects.get(pk=run.pk))
+        finally:
+            connection.close()
+
+    stopper = threading.Thread(target=press_stop)
+    stopper.start()
+    started = time.monotonic()
+    response = next_runs(runner_client, wait=20)
+    stopper.join(timeout=10)
+
+    assert response.json() == {"runs": [], "cancel": [run.pk]}
+    assert time.monotonic() - started < 3
+
+
+def test_capacity_is_respected_oldest_first(runner_client, queue_run):
+    # given capacity 2, one run already held, and three queued
+    held = queue_run()
+    next_runs(runner_client)
+    first, second, third = queue_run(), queue_run(), queue_run()
+
+    # when it asks
+    handed = [r["id"] for r in next_runs(runner_client).json()["runs"]]
+
+    # then it gets one (2 - 1), the oldest; then nothing until one ends
+    assert handed == [first.pk]
+    assert next_runs(runner_client).json()["runs"] == []
+    assert set(Run.objects.filter(status="queued").values_list("pk", flat=True)) == {second.pk, third.pk}
+    assert Run.objects.get(pk=held.pk).status == "assigned"
+
+
+def test_capacity_fills_in_one_answer(runner_client, queue_run):
+    Runner.objects.filter(pk=runner_client.runner.pk).update(capacity=3)
+    runs = [queue_run() for _ in range(5)]
+
+    handed = [r["id"] for r in next_runs(runner_client).json()["runs"]]
+
+    assert handed == [run.pk for run in runs[:3]]
+
+
+def test_providers_and_runner_labels_are_respected(runner_client, queue_run):
+    # given runs of a provider it lacks, of a task that needs a gpu runner, and one it can take
+    codex = queue_run(provider="codex")
+    gpu = queue_run(labels=["runner:gpu"])
+    linux = queue_run(labels=["runner:linux", "frontend", "repo:shop"])
+
+    # when the linux runner offering demo and claude asks
+    handed = [r["id"] for r in next_runs(runner_client).json()["runs"]]
+
+    # then it gets only the one whose requirements it meets
+    assert handed == [linux.pk]
+    assert Run.objects.get(pk=codex.pk).status == Run.objects.get(pk=gpu.pk).status == "queued"
+    # and once labelled gpu, it gets the gpu one
+    runner_client.post("/api/v1/runners/me/heartbeat/", {"labels": ["linux", "gpu"]}, format="json")
+    assert [r["id"] for r in next_runs(runner_client).json()["runs"]] == [gpu.pk]
+
+
+def test_a_draining_runner_takes_nothing(runner_client, queue_run):
+    run = queue_run()
+    runner_client.post("/api/v1/runners/me/heartbeat/", {"draining": True}, format="json")
+
+    assert next_runs(runner_client).json()["runs"] == []
+    assert Run.objects.get(pk=run.pk).status == "queued"
+
+
+def test_a_resumed_run_says_which_run_and_session_it_resumes(runner_client, queue_run):
+    from runners.services import run_requeue_lost
+    from sessions_app.actors import SYSTEM
+    from tests.factories import SessionFactory
+
+    lost = queue_run()
+    Run.objects.filter(pk=lost.pk).update(status="lost", ended_at=lost.created_at, session=SessionFactory(id="s-old"))
+    lost.refresh_from_db()
+    resume = run_requeue_lost(actor=SYSTEM, lost=lost)
+
+    answer = next_runs(runner_client).json()["runs"]
+
+    assert [(r["id"], r["resumes"]) for r in answer] == [(resume.pk, {"id": lost.pk, "session": "s-old"})]
+
+
+def test_another_runner_never_gets_a_run_already_handed_out(runner_client, other_runner_client, queue_run):
+    run = queue_run()
+    next_runs(runner_client)
+    before = world_state()
+
+    assert next_runs(other_runner_client).json() == {"runs": [], "cancel": []}
+    after = world_state()
+    assert after[0] == before[0] and after[2:] == before[2:]  # only build-2's last-seen moved
+    assert Run.objects.get(pk=run.pk).runner_id == runner_client.runner.pk
+
+
+@pytest.mark.parametrize("body", [{"wait": 31}, {"wait": -1}, {"wait": "soon"}, {"wait": 5, "extra": 1}, []])
+def test_a_bad_body_is_400_json_and_hands_out_nothing(runner_client, queue_run, body):
+    queue_run()
+    before = world_state()
+
+    response = runner_client.post(URL, body, format="json")
+
+    assert response.status_code == 400
+    assert "message" in response.json()
+    assert world_state() == before
+
+
+def test_only_a_runner_key_may_ask_for_work(agent_client, staff_client, orchestrator_client, queue_run, db):
+    queue_run()
+    runner, _, _ = runner_key_create(name="build-9")
+    from tests.conftest import _client_for
+
+    wrong_scope = _client_for(runner.agent)  # the runner's agent, a key of scope 'agent'
+    before = world_state()
+
+    for client in (agent_client, staff_client, orchestrator_client, wrong_scope):
+        assert client.post(URL, {"wait": 0}, format="json").status_code == 403
+    assert world_state() == before
+    assert Event.objects.filter(name="run.assigned").count() == 0
+    assert client_with_key("sy_x_y").post(URL, {"wait": 0}, format="json").status_code == 401
