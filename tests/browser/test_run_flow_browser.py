@@ -25,33 +25,13 @@ from board.models import Task
 from runners.models import Run
 from runners.services import runner_key_create
 from tests.browser.conftest import screenshot
-from tests.client.test_runner_live import GIT_ENV, RunnerProcess
+from tests.client.test_runner_live import GIT_ENV
 from tests.factories import TaskFactory
+from tests.runners.live_runner import RunnerProc
 from tests.workspaces.conftest import commit_file, git
 from workspaces.worktrees import repository_register
 
 RUNNER = "build-1"
-
-
-class DemoRunner(RunnerProcess):
-    """`switchyard runner` with the demo agent's pace and answer wait in its environment (the agents
-    it starts inherit it)."""
-
-    def __init__(self, config: Path, log: Path, env: dict[str, str]):
-        super().__init__(config, log)
-        self.extra_env = env
-
-    def start(self) -> "DemoRunner":
-        saved = {name: os.environ.get(name) for name in self.extra_env}
-        os.environ.update(self.extra_env)
-        try:
-            return super().start()
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
 
 
 @pytest.fixture
@@ -71,11 +51,11 @@ root = "{root}"
 grace_seconds = 3
 """
     )
-    started: list[DemoRunner] = []
+    started: list[RunnerProc] = []
 
-    def start(*, speed: float, answer_wait: float = 120) -> DemoRunner:
+    def start(*, speed: float, answer_wait: float = 120) -> RunnerProc:
         env = {**GIT_ENV, "DEMO_AGENT_SPEED": str(speed), "DEMO_AGENT_ANSWER_WAIT": str(answer_wait)}
-        runner = DemoRunner(config, tmp_path / f"runner-{len(started)}.log", env).start()
+        runner = RunnerProc(config, tmp_path / f"runner-{len(started)}.log", env=env).start()
         started.append(runner)
         return runner
 

@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from datetime import timedelta
@@ -27,6 +26,7 @@ from sessions_app.actors import Actor
 from sessions_app.keys import api_key_create
 from switchyard_client.client import Client
 from tests.factories import TaskFactory, UserFactory
+from tests.runners.live_runner import RunnerProc
 from tests.workspaces.conftest import commit_file, git
 from workspaces.worktrees import repository_register
 
@@ -52,47 +52,6 @@ def wait_for(check, *, timeout: float = 30, what: str = "condition", runner=None
         time.sleep(0.05)
     detail = f"\nrunner output:\n{runner.output()}" if runner else ""
     raise AssertionError(f"timed out waiting for {what}{detail}")
-
-
-class RunnerProcess:
-    """`python -m switchyard_client.cli runner --config ...` with its output in a file."""
-
-    def __init__(self, config: Path, log: Path, on_exit: str = "leave"):
-        self.config, self.log_path, self.on_exit = config, log, on_exit
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> "RunnerProcess":
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "SWITCHYARD_"))}
-        self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            [
-                *[sys.executable, "-m", "switchyard_client.cli", "runner"],
-                *["--config", str(self.config), "--on-exit", self.on_exit],
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-        return self
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def kill9(self) -> None:
-        self.process.kill()
-        self.process.wait(10)
-        self.log.close()
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        if not self.log.closed:
-            self.log.close()
 
 
 @pytest.fixture
@@ -124,10 +83,10 @@ output = "stream-json"
 env = {json.dumps(GIT_ENV).replace('": "', '" = "')}
 """
     )
-    started: list[RunnerProcess] = []
+    started: list[RunnerProc] = []
 
-    def start(on_exit: str = "leave") -> RunnerProcess:
-        runner = RunnerProcess(config, tmp_path / f"runner-{len(started)}.log", on_exit).start()
+    def start(on_exit: str = "leave") -> RunnerProc:
+        runner = RunnerProc(config, tmp_path / f"runner-{len(started)}.log", on_exit=on_exit).start()
         started.append(runner)
         return runner
 
