@@ -28,8 +28,6 @@ Run: .venv/bin/python bench/archive_bench.py            (about 2 minutes and 4 G
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import os
 import platform
 import random
@@ -37,19 +35,14 @@ import resource
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = ROOT / "bench" / "results"
+from harness import RESULTS_DIR, ROOT, report, say, stamp
+from harness.db import django_setup
+
 AIM = 0.8
-_T0 = time.monotonic()
-
-
-def say(message: str) -> None:
-    print(f"[{time.monotonic() - _T0:6.1f}s] {message}", flush=True)
 
 
 # --- The workspace ------------------------------------------------------------------------------
@@ -160,18 +153,15 @@ def sync() -> None:
 
 
 def setup_django(workdir: Path) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
-    os.environ["WORKSPACE_ROOT"] = str(workdir / "workspaces")
-    os.environ["ARCHIVE_ROOT"] = str(workdir / "archives")
-    os.environ["DEBUG"] = "false"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    django_setup(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings.local",
+            "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+            "WORKSPACE_ROOT": str(workdir / "workspaces"),
+            "ARCHIVE_ROOT": str(workdir / "archives"),
+            "DEBUG": "false",
+        }
+    )
 
 
 def ours_archive(folder: Path) -> dict:
@@ -367,10 +357,9 @@ def run(args, workdir: Path) -> None:
         )
     print(f"compressed: tar {sizes['tar'] / 1e6:,.1f} MB, ours {sizes['ours'] / 1e6:,.1f} MB")
 
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    report = {
-        "when": stamp,
+    when = stamp()
+    body = {
+        "when": when,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
         "tar": ["tar", *flags],
         "our_zstd_level": archive_format.ZSTD_LEVEL,
@@ -382,8 +371,7 @@ def run(args, workdir: Path) -> None:
         "best_ratios": best_ratios,
         "compressed_bytes": sizes,
     }
-    path = RESULTS_DIR / f"archive-{stamp}.json"
-    path.write_text(json.dumps(report, indent=2))
+    path = report.write_json(RESULTS_DIR / f"archive-{when}.json", body)
     say(f"written {path.relative_to(ROOT)}")
 
 

@@ -23,7 +23,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from harness import db, percentile  # noqa: E402 - bench/harness, beside this script
+from harness.server import free_port, wait_for_healthz  # noqa: E402
+
 CARD_ID = re.compile(r'id=\\"task-(\d+)\\"')  # inside the JSON string: quotes escaped
 FRAME_HEAD = re.compile(r'\{"type": "tasks", "seq": (?P<seq>\d+), "at": (?P<at>[\d.e+-]+)')
 SQLITE_PATH = ROOT / "var" / "board_bench.sqlite3"
@@ -44,32 +46,13 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
-
-
 def recreate_database() -> None:
     url = os.environ["DATABASE_URL"]
     if url.startswith("sqlite"):
         for suffix in ("", "-wal", "-shm"):
             Path(str(SQLITE_PATH) + suffix).unlink(missing_ok=True)
         return
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def django_setup() -> None:
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    db.recreate_database_url(url)
 
 
 def fill(total: int) -> None:
@@ -143,7 +126,7 @@ def part_render(sizes: list[int], runs: int = 20) -> list[dict]:
         row = {
             "tasks": size,
             "p50_ms": round(statistics.median(times), 1),
-            "p95_ms": round(pct(times, 95), 1),
+            "p95_ms": round(percentile(times, 95), 1),
             "cold_ms": round(cold, 1),
             "queries": len(queries),
             "kb": round(len(response.content) / 1024),
@@ -153,12 +136,6 @@ def part_render(sizes: list[int], runs: int = 20) -> list[dict]:
             f"render  {size:>6} tasks: p50 {row['p50_ms']} ms  p95 {row['p95_ms']} ms  (cold {row['cold_ms']} ms)  {row['queries']} queries, {row['kb']} KiB"
         )
     return rows
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def part_push(clients: int, changes: int, rate: float, lanes: int, warmup: int) -> dict:
@@ -174,7 +151,8 @@ def part_push(clients: int, changes: int, rate: float, lanes: int, warmup: int) 
     browser.force_login(board_user())
     session_id = browser.cookies["sessionid"].value
     port = free_port()
-    log = open(ROOT / "var" / "board_bench_server.log", "wb")  # noqa: SIM115 - closed below
+    log_path = ROOT / "var" / "board_bench_server.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port), "--log-level", "warning"],
         cwd=ROOT,
@@ -184,12 +162,7 @@ def part_push(clients: int, changes: int, rate: float, lanes: int, warmup: int) 
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code < 500:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        wait_for_healthz(base, server, log_path, timeout=30)
         movers = list(Task.objects.filter(status__in=["backlog", "ready"]).values_list("pk", flat=True)[:20])
         return asyncio.run(
             _push_run(base, port, session_id, clients, changes, rate, lanes, warmup, movers, websockets, httpx)
@@ -291,10 +264,10 @@ async def _push_run(base, port, session_id, clients, changes, rate, lanes, warmu
         "rate_per_s": rate,
         "achieved_per_s": round(changes / elapsed, 1),
         "p50_ms": round(statistics.median(latencies), 1),
-        "p99_ms": round(pct(latencies, 99), 1),
+        "p99_ms": round(percentile(latencies, 99), 1),
         "warmup_moves": warmup,
         "commit_to_received_p50_ms": round(statistics.median(committed), 1),
-        "commit_to_received_p99_ms": round(pct(committed, 99), 1),
+        "commit_to_received_p99_ms": round(percentile(committed, 99), 1),
         "move_request_p50_ms": round(statistics.median(request_ms), 1),
         "gaps": sum(gaps),
         "missing": missing,
@@ -324,7 +297,7 @@ def main() -> None:
         f"database {os.environ['DATABASE_URL']}  channel layer {'redis' if os.environ.get('REDIS_URL') else 'in-memory'}"
     )
     recreate_database()
-    django_setup()
+    db.django_setup()
     parts = args.parts.split(",")
     if "push" in parts:
         part_push(args.clients, args.changes, args.rate, args.lanes, args.warmup)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Client benchmark (issue 6): the Claude Code hook adapter's wall time per call, and the Python
 client's batched event throughput beside the raw batch endpoint, on the foundation benchmark's
-set-up (bench/run.py: PostgreSQL, Redis, gunicorn with uvicorn workers), whose helpers it imports.
+set-up (bench/run.py's Bench on bench/harness/: PostgreSQL, Redis, gunicorn with uvicorn workers).
 
 One run: a fresh database, keys, the server, then
   batch   run.py's own batch figure: POST lists of 1,000 events, pre-encoded, from its load generator
@@ -30,6 +30,8 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import run as foundation  # noqa: E402 - bench/run.py, the foundation benchmark
+from harness import RESULTS_DIR, ROOT, percentile, report, say  # noqa: E402
+from harness.load import CpuMeter  # noqa: E402
 
 from switchyard_client.batching import EventBatcher  # noqa: E402
 from switchyard_client.client import Client  # noqa: E402
@@ -39,11 +41,6 @@ TARGET_HOOK_P95_MS = 50.0
 SWITCHYARD = Path(sys.executable).parent / "switchyard"
 
 
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
-
-
 class ClientBench(foundation.Bench):
     def raw_batch_figure(self) -> float:
         self.part_batch()
@@ -51,7 +48,7 @@ class ClientBench(foundation.Bench):
 
     def part_client(self, raw_events_per_s: float) -> None:
         clients = self.args.batch_clients
-        foundation.say(f"part client: EventBatcher(max_items=1000), {clients} threads, one session each")
+        say(f"part client: EventBatcher(max_items=1000), {clients} threads, one session each")
         sessions = self.open_sessions("client", clients)
         ids = [sid for sid, _ in sessions]
         stop = threading.Event()
@@ -80,7 +77,7 @@ class ClientBench(foundation.Bench):
             thread.start()
         time.sleep(self.args.warmup)
         before, started = count(), time.monotonic()
-        with foundation.CpuMeter(self.server.worker_pids()) as cpu:
+        with CpuMeter(self.server.worker_pids()) as cpu:
             time.sleep(self.args.duration)
         after, seconds = count(), time.monotonic() - started
         stop.set()
@@ -88,7 +85,7 @@ class ClientBench(foundation.Bench):
             thread.join(timeout=120)
         events_per_s = (after - before) / seconds
         ratio = events_per_s / raw_events_per_s if raw_events_per_s else None
-        foundation.say(
+        say(
             f"  client: {events_per_s:.0f} events/s committed during the window "
             f"({ratio:.0%} of the raw batch figure); CPU {cpu.result}; errors {errors or 'none'}"
         )
@@ -108,7 +105,7 @@ class ClientBench(foundation.Bench):
 
     def part_hook(self) -> None:
         calls = self.args.hook_calls
-        foundation.say(f"part hook: `switchyard hook` x {calls}, a new process each, recorded Claude Code payloads")
+        say(f"part hook: `switchyard hook` x {calls}, a new process each, recorded Claude Code payloads")
         state = self.workdir / "hook-state"
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -136,7 +133,7 @@ class ClientBench(foundation.Bench):
         down = [timed([str(SWITCHYARD), "hook"], payloads[1], down_env)[0] for _ in range(30)]
         rows = self.pg.scalar("SELECT count(*) FROM ledger_toolinvocation WHERE session_id = %s", [sid])
         p50, p95 = statistics.median(walls), percentile(walls, 95)
-        foundation.say(
+        say(
             f"  hook: p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {max(walls):.1f} ms over {calls} calls "
             f"({noisy} wrote to stderr); python start alone p50 {statistics.median(floor):.1f} ms; "
             f"server down p50 {statistics.median(down):.1f} ms; tool calls stored {rows}"
@@ -215,23 +212,16 @@ def main(argv: list[str] | None = None) -> int:
     args = foundation.parse_args(["--parts", "batch", "--batch-sizes", "1000", "--no-raw", *defaults, *rest])
     args.hook_calls = int(own["--hook-calls"])
     args.client_parts = own["--client-parts"].split(",")
-    os.chdir(foundation.ROOT)
+    os.chdir(ROOT)
     bench = ClientBench(args)
-    code = 1
-    try:
-        code = bench.run()
-    except foundation.BenchError as exc:
-        foundation.say(f"ERROR: {exc}")
-    except KeyboardInterrupt:
-        code = 130
-    finally:
-        bench.cleanup()
+    code = report.run_guarded(bench)
     if bench.figures:
         print()
         print(bench.table())
-        out = foundation.RESULTS_DIR / f"{bench.stamp}-client.json"
-        out.write_text(json.dumps({"figures": bench.figures, "details": bench.details}, indent=2, default=str))
-        print(f"\nwritten: {out.relative_to(foundation.ROOT)}")
+        out = report.write_json(
+            RESULTS_DIR / f"{bench.stamp}-client.json", {"figures": bench.figures, "details": bench.details}
+        )
+        report.written(out)
     return code
 
 

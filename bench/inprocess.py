@@ -14,12 +14,12 @@ part (event, batch100, batch1000 or claim) if pyinstrument is installed.
 
 import argparse
 import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness.db import django_setup, drop_database_url, recreate_database_url
+from harness.server import manage
+
 DB = "switchyard_bench_inproc"
 
 
@@ -39,18 +39,9 @@ def main() -> None:
         "ALLOWED_HOSTS": "testserver",
         "SECURE_SSL_REDIRECT": "0",
     }
-    os.environ.update(env)
-    sys.path.insert(0, str(ROOT))
-    import psycopg
-
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{DB}"')
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True, env={**os.environ, **env})
-
-    import django
-
-    django.setup()
+    recreate_database_url(env["DATABASE_URL"])
+    manage({**os.environ, **env}, "migrate", "-v0")
+    django_setup(env, migrate=False)  # migrated above, in a process of its own
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -135,8 +126,7 @@ def main() -> None:
         profiler.stop()
         print(profiler.output_text(unicode=False, color=False, time="percent_of_total"))
     connection.close()
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
+    drop_database_url(env["DATABASE_URL"])
 
 
 if __name__ == "__main__":

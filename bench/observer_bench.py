@@ -33,20 +33,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parent.parent
-_T0 = time.monotonic()
-
-
-def say(message: str) -> None:
-    print(f"[{time.monotonic() - _T0:6.1f}s] {message}", flush=True)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
+from harness import ROOT, percentile, say
+from harness.db import database_name, drop_database_url, recreate_database_url
+from harness.server import manage
 
 
 def summary_ms(values: list[float]) -> dict:
@@ -69,30 +59,6 @@ def write_file(path: Path, data: bytes) -> None:
         out.write(data)
 
 
-# --- database -----------------------------------------------------------------------------
-
-
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def admin_execute(url: str, sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
-        conn.execute(sql)
-
-
-def database_create(url: str, name: str) -> None:
-    admin_execute(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin_execute(url, f'CREATE DATABASE "{name}"')
-
-
-def database_drop(url: str, name: str) -> None:
-    admin_execute(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 # --- the observer process -------------------------------------------------------------------
 
 
@@ -107,10 +73,6 @@ def environment(database_url: str, roots: dict[str, Path], settle_ms: int) -> di
         **{name: str(path) for name, path in roots.items()},
     )
     return env
-
-
-def manage(env: dict, *args: str) -> None:
-    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True)
 
 
 class Observer:
@@ -308,7 +270,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="Also write the results to this file.")
     args = parser.parse_args()
 
-    name = urlsplit(args.database_url).path.lstrip("/")
+    name = database_name(args.database_url)
     scratch = Path(tempfile.mkdtemp(prefix="observer-bench-"))
     roots = {
         "WORKSPACE_ROOT": scratch / "workspaces",
@@ -327,7 +289,7 @@ def main() -> int:
     }
     observer = rows = None
     say(f"database {name}: creating and migrating; files under {scratch}")
-    database_create(args.database_url, name)
+    recreate_database_url(args.database_url)
     try:
         manage(env, "migrate", "--noinput")
         workspace_id, workspace_root = workspace_create(env)
@@ -353,7 +315,7 @@ def main() -> int:
         if observer is not None:
             observer.stop()
         if not args.keep_db:
-            database_drop(args.database_url, name)
+            drop_database_url(args.database_url)
 
     if not args.no_raw:
         say(f"raw baseline: {args.files} writes each followed by cp")

@@ -7,6 +7,7 @@ One run: a fresh database, migrations, agent keys, gunicorn with uvicorn workers
   claims  POST /api/v1/tasks/claim-next/ by 32 agents over N ready tasks, then double claims
 each beside the same work done raw on the same database (psql COPY; a SKIP LOCKED UPDATE loop),
 and a table of ours / raw / ratio / target / pass, also written to bench/results/<timestamp>.json.
+The set-up, the server, the load generators and the table are bench/harness/'s.
 
 Run: .venv/bin/python bench/run.py        (or: make bench)
      .venv/bin/python bench/run.py --help
@@ -15,32 +16,26 @@ Run: .venv/bin/python bench/run.py        (or: make bench)
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as dt
 import functools
 import json
 import os
-import platform
 import re
-import resource
 import secrets
-import shutil
-import signal
-import socket
-import string
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCH_DIR = ROOT / "bench"
-RESULTS_DIR = BENCH_DIR / "results"
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))  # when imported by another script: harness and the helpers beside it
+# BenchError, CpuMeter, RESULTS_DIR, ROOT and say are also what the benchmarks built on this one use.
+from harness import RESULTS_DIR, ROOT, BenchError, db, report, say  # noqa: E402, F401
+from harness.base import ServerBench  # noqa: E402
+from harness.load import CpuMeter, Loader  # noqa: E402
+from harness.server import Profiler, api_ok  # noqa: E402
+from profile_summary import summarise  # noqa: E402 - a helper beside this script
+from redaction_bench import EVENT_MIX  # noqa: E402 - the mixed batch payloads
+
 PARTS = ("events", "batch", "claims")
 TARGETS = {
     "events_rps": 600,
@@ -49,19 +44,6 @@ TARGETS = {
     "claims_per_s": 500,
     "claims_p99_ms": 50,
 }
-_T0 = time.monotonic()
-
-sys.path.insert(0, str(BENCH_DIR))
-from profile_summary import summarise  # noqa: E402 - a helper beside this script
-from redaction_bench import EVENT_MIX  # noqa: E402 - the mixed batch payloads
-
-
-def say(message: str) -> None:
-    print(f"[{time.monotonic() - _T0:6.1f}s] {message}", flush=True)
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 # --- arguments ----------------------------------------------------------------------------------
@@ -181,679 +163,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-# --- machine measurements -------------------------------------------------------------------------
-def _proc_cpu_seconds(pid: int) -> float:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = raw.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _all_processes_cpu() -> dict[int, tuple[str, float, float]]:
-    """{pid: (command name, CPU seconds, start time in seconds since boot)} for every process alive now."""
-    tick = os.sysconf("SC_CLK_TCK")
-    found = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as fh:
-                raw = fh.read()
-        except OSError:
-            continue
-        comm = raw[raw.index("(") + 1 : raw.rindex(")")]
-        fields = raw.rsplit(")", 1)[1].split()
-        found[int(entry.name)] = (comm, (int(fields[11]) + int(fields[12])) / tick, int(fields[19]) / tick)
-    return found
-
-
-def _machine_cpu() -> tuple[float, float]:
-    """(total, busy) CPU seconds since boot, summed over cores."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    total = sum(values[:8])
-    idle = values[3] + values[4]
-    tick = os.sysconf("SC_CLK_TCK")
-    return total / tick, (total - idle) / tick
-
-
-def machine_busy_pct(seconds: float = 1.0) -> float:
-    before = _machine_cpu()
-    time.sleep(seconds)
-    after = _machine_cpu()
-    return 100 * (after[1] - before[1]) / max(1e-9, after[0] - before[0])
-
-
-class CpuMeter:
-    """Where the machine's CPU went during a window: server workers, the load generator (our waited
-    children), PostgreSQL, Redis, this script, other processes (other people's jobs), and what can't be
-    attributed (processes that ended inside the window, such as per-request PostgreSQL backends)."""
-
-    def __init__(self, worker_pids: list[int]):
-        self.worker_pids = set(worker_pids)
-
-    def __enter__(self):
-        self.wall = time.monotonic()
-        self.machine = _machine_cpu()
-        self.procs = _all_processes_cpu()
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.children = usage.ru_utime + usage.ru_stime
-        return self
-
-    def _group(self, pid: int, comm: str) -> str:
-        if pid in self.worker_pids:
-            return "server"
-        if pid == os.getpid():
-            return "bench_script"
-        if comm == "postgres":
-            return "postgres"
-        if comm.startswith("redis"):
-            return "redis"
-        return "other_processes"
-
-    def __exit__(self, *exc):
-        wall = time.monotonic() - self.wall
-        busy = _machine_cpu()[1] - self.machine[1]
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        groups = Counter({"loader": usage.ru_utime + usage.ru_stime - self.children})
-        others = Counter()
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        for pid, (comm, cpu, started) in _all_processes_cpu().items():
-            before = self.procs.get(pid)
-            if before and before[0] == comm:
-                delta = cpu - before[1]
-            else:
-                # Not seen at the start: count the share of its life that fell inside the window.
-                lifetime = max(uptime - started, 1e-3)
-                delta = cpu * min(1.0, wall / lifetime)
-            group = self._group(pid, comm)
-            groups[group] += delta
-            if group == "other_processes" and delta > 0.05 * wall:
-                others[comm] += delta
-        capacity = wall * (os.cpu_count() or 1)
-        per_worker = {
-            str(pid): round(100 * (cpu - self.procs.get(pid, ("", 0.0, 0.0))[1]) / wall, 1)
-            for pid, (comm, cpu, _) in _all_processes_cpu().items()
-            if pid in self.worker_pids
-        }
-        self.result = {
-            "wall_s": round(wall, 2),
-            "machine_busy_pct": round(100 * busy / capacity, 1),
-            **{f"{k}_pct": round(100 * v / capacity, 1) for k, v in sorted(groups.items())},
-            "unattributed_pct": round(100 * max(0.0, busy - sum(groups.values())) / capacity, 1),
-            "busy_other_processes": {k: round(100 * v / capacity, 1) for k, v in others.most_common(5)},
-            "per_worker_pct_of_one_core": per_worker,
-            "note": "percent of all cores; unattributed = processes that ended inside the window "
-            "(per-request PostgreSQL backends, short-lived jobs) and the kernel",
-        }
-        return False
-
-
-# --- PostgreSQL -----------------------------------------------------------------------------------
-class Pg:
-    def __init__(self, args: argparse.Namespace):
-        import psycopg
-
-        self.psycopg = psycopg
-        self.args = args
-        self.host, self.port, self.user, self.db = args.pg_host, args.pg_port, args.pg_user, args.db
-
-    def url(self, db: str | None = None) -> str:
-        return f"postgres://{self.user}@{self.host}:{self.port}/{db or self.db}"
-
-    def connect(self, db: str | None = None, autocommit: bool = True):
-        return self.psycopg.connect(
-            host=self.host, port=self.port, user=self.user, dbname=db or self.db, autocommit=autocommit
-        )
-
-    def recreate_database(self) -> None:
-        with self.connect("postgres") as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{self.db}"')
-
-    def drop_database(self) -> None:
-        with self.connect("postgres") as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
-
-    def control(self):
-        """One connection to the benchmark database, kept open for the whole run: the checks after a
-        figure must work even when the server has used up every connection PostgreSQL allows."""
-        if getattr(self, "_control", None) is None or self._control.closed:
-            self._control = self.connect()
-        return self._control
-
-    @contextlib.contextmanager
-    def kept(self):
-        """The kept connection, in a with-block that leaves it open."""
-        yield self.control()
-
-    def close_control(self) -> None:
-        if getattr(self, "_control", None) is not None:
-            with contextlib.suppress(Exception):
-                self._control.close()
-            self._control = None
-
-    def scalar(self, sql: str, params=None):
-        row = self.control().execute(sql, params).fetchone()
-        return row[0] if row else None
-
-    def execute(self, sql: str, params=None) -> None:
-        self.control().execute(sql, params)
-
-    def psql(self, *commands: str) -> str:
-        cmd = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", self.host, "-p", str(self.port), "-U", self.user]
-        cmd += ["-d", self.db]
-        for command in commands:
-            cmd += ["-c", command]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise BenchError(f"psql failed: {done.stderr.strip()}")
-        return done.stdout
-
-
-class ConnectionSampler(threading.Thread):
-    """Counts the benchmark database's connections twice a second, over one connection opened up front."""
-
-    def __init__(self, pg: Pg):
-        super().__init__(daemon=True)
-        self.conn = pg.connect("postgres")
-        self.db = pg.db
-        self.peak = 0
-        self.window_peak = 0
-        self.stop_event = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop_event.wait(0.5):
-            try:
-                count = self.conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [self.db])
-                value = count.fetchone()[0]
-            except Exception:  # the sampler must never stop the benchmark
-                continue
-            self.peak = max(self.peak, value)
-            self.window_peak = max(self.window_peak, value)
-
-    def reset_window(self) -> None:
-        self.window_peak = 0
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.join(timeout=2)
-        with contextlib.suppress(Exception):
-            self.conn.close()
-
-
-# --- the server -----------------------------------------------------------------------------------
-def _importable(module: str) -> bool:
-    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, check=False)
-    return done.returncode == 0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid:
-            kids.append(int(entry.name))
-    return kids
-
-
-class Server:
-    def __init__(self, args: argparse.Namespace, env: dict, log_path: Path):
-        self.args = args
-        self.env = env
-        self.log_path = log_path
-        self.port = args.port or _free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
-        self.kind, self.cmd = self._command()
-
-    def _command(self) -> tuple[str, list[str]]:
-        bin_dir = Path(sys.executable).parent
-        bind = f"127.0.0.1:{self.port}"
-        workers = str(self.args.workers)
-        choice = self.args.server
-        has_gunicorn = (bin_dir / "gunicorn").exists()
-        if choice == "auto":
-            if has_gunicorn and _importable("uvicorn_worker"):
-                choice = "gunicorn"
-            elif has_gunicorn and _importable("uvicorn.workers"):
-                choice = "gunicorn-legacy"
-            else:
-                choice = "uvicorn"
-        if choice == "gunicorn-wsgi":
-            cmd = [str(bin_dir / "gunicorn"), "bench.wsgi:application", "-k", "gthread", "--threads", "16"]
-            cmd += ["-w", workers, "-b", bind, "--log-level", "warning", "--graceful-timeout", "5", "--timeout", "60"]
-            return f"what-if: gunicorn -k gthread --threads 16 -w {workers} (WSGI, bench/wsgi.py)", cmd
-        if choice in ("gunicorn", "gunicorn-legacy"):
-            if not has_gunicorn:
-                raise BenchError("gunicorn is missing: .venv/bin/pip install -r requirements/production.txt")
-            # The Procfile's worker: uvicorn's with the HTTP limits (config/http_limits.py).
-            worker_class = (
-                "config.gunicorn_worker.UvicornWorker" if choice == "gunicorn" else "uvicorn.workers.UvicornWorker"
-            )
-            cmd = [str(bin_dir / "gunicorn"), "config.asgi:application", "-k", worker_class, "-w", workers]
-            cmd += ["-b", bind, "--log-level", "warning", "--graceful-timeout", "5", "--timeout", "60"]
-            # As in the Procfile: a listening socket per worker, so the kernel spreads keep-alive
-            # connections over the workers instead of letting the first awake take them all.
-            reuse = ["--reuse-port"] if self.args.reuse_port else []
-            return f"gunicorn -k {worker_class} -w {workers}{' --reuse-port' if reuse else ''}", cmd + reuse
-        cmd = [sys.executable, "-m", "uvicorn", "config.asgi:application", "--workers", workers]
-        cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning", "--no-access-log"]
-        # One listening socket shared by the workers: keep-alive connections often all land on one
-        # worker, which halves what a run measures. Said in the label the run prints and records.
-        return f"uvicorn --workers {workers} (gunicorn missing: pip install -r requirements/production.txt)", cmd
-
-    def start(self) -> None:
-        say(f"starting server: {self.kind} on {self.base_url}")
-        log = open(self.log_path, "ab")  # noqa: SIM115 - the server owns it until stop()
-        self.proc = subprocess.Popen(
-            self.cmd, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        log.close()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"server exited with {self.proc.returncode}; see {self.log_path}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.base_url + "/healthz", timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.3)
-        else:
-            raise BenchError(f"/healthz did not answer 200 within 60 s; see {self.log_path}:\n{self.log_tail()}")
-        time.sleep(0.5)  # let every worker finish booting
-        say(f"server healthy; workers {self.worker_pids()}")
-
-    def worker_pids(self) -> list[int]:
-        if self.proc is None:
-            return []
-        kids = _children(self.proc.pid)
-        # uvicorn --workers may keep a resource tracker beside the workers; it uses no CPU worth counting.
-        return sorted(kids)
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def log_size(self) -> int:
-        try:
-            return self.log_path.stat().st_size
-        except OSError:
-            return 0
-
-    def errors_since(self, offset: int) -> dict:
-        """Server errors logged since ``offset``: how many, and the most common exception lines."""
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(offset)
-                text = fh.read().decode("utf-8", errors="replace")
-        except OSError:
-            return {"count": 0, "top": []}
-        count = text.count("Internal Server Error") + text.count("Exception in ASGI application")
-        exc_lines = re.findall(r"^([A-Za-z_][\w.]*(?:Error|Exception)\b.*)$", text, flags=re.M)
-        top = Counter(line[:200] for line in exc_lines).most_common(3)
-        return {"count": count, "top": [{"line": line, "times": n} for line, n in top]}
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        say("stopping server")
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=5)
-
-
-# --- HTTP setup calls ---------------------------------------------------------------------------
-def api(base_url: str, key: str, method: str, path: str, body=None) -> tuple[int, object]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(base_url + path, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {key}")
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            raw = response.read()
-            return response.status, (json.loads(raw) if raw else None)
-    except urllib.error.HTTPError as exc:
-        raw = exc.read()
-        return exc.code, raw.decode(errors="replace")[:500]
-
-
-def api_ok(base_url: str, key: str, method: str, path: str, body=None) -> dict:
-    status, payload = api(base_url, key, method, path, body)
-    if status >= 300:
-        raise BenchError(f"{method} {path} answered {status}: {payload}")
-    return payload
-
-
-# --- load generators ----------------------------------------------------------------------------
-LUA_TEMPLATE = r"""
--- Generated by bench/run.py. One connection per thread; thread i sends targets[i].
-local targets = {
-__TARGETS__
-}
-local counter = 0
-local threads = {}
-
-function setup(thread)
-  counter = counter + 1
-  thread:set("idx", counter)
-  table.insert(threads, thread)
-end
-
-function init(args)
-  local t = targets[((idx - 1) % #targets) + 1]
-  local headers = {}
-  headers["Authorization"] = t.auth
-  if t.body ~= "" then
-    headers["Content-Type"] = "application/json"
-    req = wrk.format("POST", t.path, headers, t.body)
-  else
-    headers["Content-Length"] = "0"
-    req = wrk.format("POST", t.path, headers, nil)
-  end
-  statuses = {}
-end
-
-function request()
-  return req
-end
-
-function response(status, headers, body)
-  local k = tostring(status)
-  statuses[k] = (statuses[k] or 0) + 1
-end
-
-function done(summary, latency, requests)
-  local agg = {}
-  for _, thread in ipairs(threads) do
-    local s = thread:get("statuses")
-    if s then
-      for k, v in pairs(s) do agg[k] = (agg[k] or 0) + v end
-    end
-  end
-  local parts = {}
-  for k, v in pairs(agg) do parts[#parts + 1] = string.format('"%s":%d', k, v) end
-  local e = summary.errors
-  io.write(string.format(
-    'BENCHJSON {"requests":%d,"duration_us":%d,"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},'
-    .. '"latency_us":{"p50":%d,"p90":%d,"p99":%d,"max":%d,"mean":%.1f},"statuses":{%s}}\n',
-    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max, latency.mean,
-    table.concat(parts, ",")))
-end
-"""
-
-
-def _lua_string(value: str) -> str:
-    level = "=" * 4
-    if f"]{level}]" in value:
-        raise BenchError("body contains the Lua long-string terminator")
-    return f"[{level}[{value}]{level}]"
-
-
-class Loader:
-    """Runs closed-loop load: one connection per target, each sending its own request again and again."""
-
-    def __init__(self, choice: str, base_url: str, workdir: Path):
-        self.base_url = base_url
-        self.workdir = workdir
-        if choice == "auto":
-            choice = "wrk" if shutil.which("wrk") else "python"
-        if choice == "wrk" and not shutil.which("wrk"):
-            raise BenchError("wrk is not installed (apt-get install -y wrk), or use --loader python")
-        self.kind = choice
-        self.description = (
-            "wrk (C, epoll) with a generated Lua script, one thread and connection per client"
-            if choice == "wrk"
-            else "asyncio + httpx in a separate process, one connection per client"
-        )
-
-    def run(self, targets: list[dict], duration: float, label: str) -> dict:
-        if self.kind == "wrk":
-            return self._run_wrk(targets, duration, label)
-        return self._run_python(targets, duration, label)
-
-    def _run_wrk(self, targets: list[dict], duration: float, label: str) -> dict:
-        rows = [
-            f"  {{path={_lua_string(t['path'])}, auth={_lua_string('Bearer ' + t['key'])}, body={_lua_string(t['body'])}}},"
-            for t in targets
-        ]
-        script = self.workdir / f"{label}.lua"
-        script.write_text(LUA_TEMPLATE.replace("__TARGETS__", "\n".join(rows)))
-        n = str(len(targets))
-        seconds = max(1, round(duration))
-        cmd = ["wrk", "-t", n, "-c", n, "-d", f"{seconds}s", "--timeout", "10s", "-s", str(script), self.base_url]
-        return self._parse(subprocess.run(cmd, capture_output=True, text=True, check=False), label)
-
-    def _run_python(self, targets: list[dict], duration: float, label: str) -> dict:
-        config = {
-            "url": self.base_url,
-            "duration": duration,
-            "timeout": 10,
-            "targets": [
-                {
-                    "method": "POST",
-                    "path": t["path"],
-                    "headers": {"Authorization": f"Bearer {t['key']}"}
-                    | ({"Content-Type": "application/json"} if t["body"] else {}),
-                    "body": t["body"],
-                }
-                for t in targets
-            ],
-        }
-        path = self.workdir / f"{label}.json"
-        path.write_text(json.dumps(config))
-        cmd = [sys.executable, str(BENCH_DIR / "pyload.py"), str(path)]
-        return self._parse(subprocess.run(cmd, capture_output=True, text=True, check=False), label)
-
-    def run_paced(self, targets: list[dict], rate: float, duration: float, warmup: float, label: str) -> dict:
-        """The same connections sending at ``rate`` requests/s in all, on a fixed schedule (bench/paced.py)."""
-        from paced import post_request
-
-        host, port = self.base_url.removeprefix("http://").split(":")
-        requests = [
-            post_request(host, int(port), t["path"], t["key"], t["body"].encode()).decode("latin-1") for t in targets
-        ]
-        config = {"host": host, "port": int(port), "rate": rate, "duration": duration, "warmup": warmup}
-        path = self.workdir / f"{label}.json"
-        path.write_text(json.dumps(config | {"timeout": 10, "requests": requests}))
-        cmd = [sys.executable, str(BENCH_DIR / "paced.py"), str(path)]
-        return self._parse(subprocess.run(cmd, capture_output=True, text=True, check=False), label)
-
-    @staticmethod
-    def _parse(done: subprocess.CompletedProcess, label: str) -> dict:
-        for line in done.stdout.splitlines():
-            if line.startswith("BENCHJSON "):
-                result = json.loads(line[len("BENCHJSON ") :])
-                result["statuses"] = {k: int(v) for k, v in result["statuses"].items()}
-                return result
-        raise BenchError(f"load generator gave no result for {label} (exit {done.returncode}):\n{done.stderr[-2000:]}")
-
-
-# --- profiling ----------------------------------------------------------------------------------
-class Profiler:
-    """py-spy record of each server worker over a window, as collapsed stacks."""
-
-    def __init__(self, enabled: bool, prefix: Path):
-        local = Path(sys.executable).parent / "py-spy"
-        self.exe = str(local) if local.exists() else shutil.which("py-spy")
-        self.enabled = enabled and self.exe is not None
-        self.prefix = prefix
-        self.procs: list[tuple[subprocess.Popen, Path]] = []
-        if enabled and not self.enabled:
-            say("py-spy not found on PATH: --profile ignored (.venv/bin/pip install py-spy)")
-
-    def start(self, pids: list[int], label: str, duration: float) -> None:
-        if not self.enabled:
-            return
-        for pid in pids:
-            out = Path(f"{self.prefix}-{label}-{pid}.txt")
-            cmd = [self.exe, "record", "--pid", str(pid), "--duration", str(max(1, round(duration))), "--rate", "200"]
-            cmd += ["--format", "raw", "--nonblocking", "--output", str(out)]
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.procs.append((proc, out))
-
-    def finish(self) -> list[str]:
-        files = []
-        for proc, out in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-            if out.exists():
-                files.append(str(out.relative_to(ROOT)))
-        self.procs = []
-        return files
-
-
 # --- the benchmark --------------------------------------------------------------------------------
-class Bench:
+class Bench(ServerBench):
     def __init__(self, args: argparse.Namespace):
-        self.args = args
-        self.stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        self.workdir = Path(tempfile.mkdtemp(prefix="switchyard-bench-"))
-        self.pg = Pg(args)
-        self.env = self._server_env()
-        self.server: Server | None = None
+        super().__init__(args)
         self.loader: Loader | None = None
-        self.sampler: ConnectionSampler | None = None
+        self.sampler: db.ConnectionSampler | None = None
         self.profiler = Profiler(args.profile, RESULTS_DIR / self.stamp)
-        self.keys: list[str] = []
-        self.figures: list[dict] = []
-        self.details: dict = {}
-
-    def _server_env(self) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "REDIS_"))}
-        alphabet = string.ascii_letters + string.digits
-        env.update(
-            {
-                "DJANGO_SETTINGS_MODULE": self.args.settings,
-                "SECRET_KEY": "".join(secrets.choice(alphabet) for _ in range(60)),
-                "ALLOWED_HOSTS": "127.0.0.1,localhost",
-                "SECURE_SSL_REDIRECT": "0",
-                "DATABASE_URL": self.pg.url(),
-                "REDIS_URL": self.args.redis_url,
-                # Files the app writes (workspaces, logs) go to a scratch folder, not the checkout's var/.
-                "SWITCHYARD_VAR_DIR": str(self.workdir / "var"),
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONWARNINGS": "ignore::DeprecationWarning",
-            }
-        )
-        return env
 
     # setup ---------------------------------------------------------------------------------------
-    def check_services(self) -> None:
-        try:
-            with self.pg.connect("postgres") as conn:
-                version = conn.execute("SHOW server_version").fetchone()[0]
-        except Exception as exc:
-            raise BenchError(f"PostgreSQL at {self.pg.host}:{self.pg.port} (user {self.pg.user}): {exc}") from exc
-        self.details["postgres_version"] = version
-        self._redis_flush()
-
-    def _redis_flush(self) -> None:
-        match = re.match(r"redis://([^:/]+)(?::(\d+))?(?:/(\d+))?$", self.args.redis_url)
-        if not match:
-            return  # unusual URL: leave the flush to the operator
-        host, port, db = match.group(1), int(match.group(2) or 6379), match.group(3) or "0"
-        try:
-            with socket.create_connection((host, port), timeout=3) as sock:
-                sock.sendall(f"SELECT {db}\r\nFLUSHDB\r\n".encode())
-                reply = sock.recv(100)
-        except OSError as exc:
-            raise BenchError(f"Redis at {host}:{port}: {exc}") from exc
-        if b"-" in reply[:1]:
-            raise BenchError(f"Redis refused SELECT/FLUSHDB: {reply!r}")
-
-    def redis_connections_received(self) -> int | None:
-        """Redis's count of connections accepted since it started (INFO stats), or None."""
-        match = re.match(r"redis://([^:/]+)(?::(\d+))?", self.args.redis_url)
-        if not match:
-            return None
-        try:
-            with socket.create_connection((match.group(1), int(match.group(2) or 6379)), timeout=3) as sock:
-                sock.sendall(b"INFO stats\r\n")
-                data = b""
-                while b"total_connections_received:" not in data or not data.endswith(b"\r\n"):
-                    chunk = sock.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-        except OSError:
-            return None
-        found = re.search(rb"total_connections_received:(\d+)", data)
-        return int(found.group(1)) if found else None
-
-    def db_sessions_opened(self) -> int | None:
-        """PostgreSQL's count of sessions (connections) opened on the benchmark database (pg_stat_database)."""
-        with contextlib.suppress(Exception):
-            return self.pg.scalar("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
-        return None
-
-    def manage(self, *argv: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *argv], cwd=ROOT, env=self.env, capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise BenchError(f"manage.py {' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-        return done.stdout
-
     def setup_database(self) -> None:
-        say(f"recreating database {self.pg.db!r} on {self.pg.host}:{self.pg.port}")
-        self.pg.recreate_database()
-        say("manage.py migrate")
-        self.manage("migrate", "--noinput")
-        n = max(self.args.agents, self.args.clients, self.args.batch_clients)
-        say("manage.py create_agent_key bench-agent-00 --scope agent --scope orchestrate")
-        out = self.manage("create_agent_key", "bench-agent-00", "--scope", "agent", "--scope", "orchestrate")
-        self.keys = [out.strip().splitlines()[-1].strip()]
-        if n > 1:
-            # The same command for the others, in one Django process (bench/make_keys.py): 0.7 s a start adds up.
-            say(f"create_agent_key bench-agent-01 .. bench-agent-{n - 1:02d} (--scope agent) via bench/make_keys.py")
-            done = subprocess.run(
-                [sys.executable, str(BENCH_DIR / "make_keys.py"), "bench-agent-", "1", str(n - 1)],
-                cwd=ROOT,
-                env=self.env,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if done.returncode != 0:
-                raise BenchError(f"bench/make_keys.py failed:\n{done.stderr[-2000:]}")
-            self.keys += [line.split()[1] for line in done.stdout.splitlines() if line.strip()]
-        if len(self.keys) != n or not all(k.startswith("sy_") for k in self.keys):
-            raise BenchError("create_agent_key printed something other than a key on its last line")
+        super().setup_database(max(self.args.agents, self.args.clients, self.args.batch_clients))
 
     def start_server(self) -> None:
-        self.server = Server(self.args, self.env, RESULTS_DIR / f"{self.stamp}-server.log")
-        self.loader = Loader(self.args.loader, self.server.base_url, self.workdir)
-        self.sampler = ConnectionSampler(self.pg)
+        self.sampler = db.ConnectionSampler(self.pg)
         self.sampler.start()
-        self.server.start()
+        super().start_server()
+        self.loader = Loader(self.args.loader, self.server.base_url, self.workdir)
 
     # helpers ---------------------------------------------------------------------------------------
     def open_sessions(self, label: str, count: int) -> list[tuple[str, str]]:
@@ -864,18 +190,6 @@ class Bench:
             session = api_ok(self.server.base_url, key, "POST", "/api/v1/sessions/", body)
             sessions.append((session["id"], key))
         return sessions
-
-    def wait_for_quiet(self, label: str) -> float:
-        """Other jobs on this machine (test suites) skew every figure: wait a while for them to finish."""
-        deadline = time.monotonic() + self.args.quiet_wait
-        busy = machine_busy_pct()
-        while busy > self.args.quiet_pct and time.monotonic() < deadline:
-            say(f"  {label}: machine {busy:.0f}% busy before we start; waiting for it to calm down")
-            time.sleep(4)
-            busy = machine_busy_pct()
-        if busy > self.args.quiet_pct:
-            say(f"  {label}: WARNING machine still {busy:.0f}% busy without our load; figures will be low")
-        return round(busy, 1)
 
     def measure(self, label: str, targets: list[dict], probe=None) -> dict:
         """Warm up, then one measured window with CPU, connection and error accounting.
@@ -892,7 +206,7 @@ class Bench:
         log_offset = self.server.log_size()
         self.sampler.reset_window()
         say(f"  {label}: measuring {self.args.duration:g} s")
-        redis_before, db_before = self.redis_connections_received(), self.db_sessions_opened()
+        redis_before, db_before = db.redis_connections_received(self.args.redis_url), self.pg.sessions_opened()
         self.profiler.start(self.server.worker_pids(), label, self.args.duration)
         probe_before, probe_started = (probe(), time.monotonic()) if probe else (None, None)
         with CpuMeter(self.server.worker_pids()) as cpu:
@@ -901,7 +215,7 @@ class Bench:
             result["probe_delta"] = probe() - probe_before
             result["probe_seconds"] = time.monotonic() - probe_started
         profile_files = self.profiler.finish()
-        redis_after, db_after = self.redis_connections_received(), self.db_sessions_opened()
+        redis_after, db_after = db.redis_connections_received(self.args.redis_url), self.pg.sessions_opened()
         result["warmup_statuses"] = warm["statuses"]
         result["machine_busy_pct_before"] = idle_busy
         result["cpu"] = cpu.result
@@ -1118,9 +432,6 @@ class Bench:
             "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)] if latencies else None,
             "how": f"{connections} psycopg connections, autocommit, one INSERT per transaction, {seconds:g} s",
         }
-
-    def add_figure(self, **figure) -> None:
-        self.figures.append(figure)
 
     # parts -------------------------------------------------------------------------------------------
     def part_events(self) -> None:
@@ -1436,53 +747,21 @@ class Bench:
             passed=double == 0 and open_twice == 0 and mismatched == 0 and claim_rows >= acknowledged,
         )
 
-    # output --------------------------------------------------------------------------------------------
-    def table(self) -> str:
-        header = ["figure", "ours", "unit", "p50 ms", "p99 ms", "failed", "raw", "ratio", "target", "result"]
-        rows = []
-        for f in self.figures:
-            ratio = f"{f['ours'] / f['raw']:.2g}" if f.get("raw") else "-"
-            rows.append(
-                [
-                    f["name"],
-                    _num(f["ours"]),
-                    f["unit"],
-                    _num(f["p50_ms"], 1),
-                    _num(f["p99_ms"], 1),
-                    str(f["failed"]),
-                    _num(f["raw"]),
-                    ratio,
-                    f["target"] or "-",
-                    {True: "PASS", False: "FAIL", None: "info"}[f["passed"]],
-                ]
-            )
-        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-        lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True))]
-        lines.append("  ".join("-" * w for w in widths))
-        lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-        return "\n".join(lines)
-
     def write_json(self) -> Path:
-        out = RESULTS_DIR / f"{self.stamp}.json"
-        body = {
-            "timestamp": self.stamp,
-            "machine": {
-                "cores": os.cpu_count(),
-                "platform": platform.platform(),
-                "python": platform.python_version(),
-                "postgres": self.details.get("postgres_version"),
-                "note": "load generator, server, PostgreSQL and Redis share these cores",
+        return report.write_json(
+            RESULTS_DIR / f"{self.stamp}.json",
+            {
+                "timestamp": self.stamp,
+                "machine": report.machine(self.details.get("postgres_version")),
+                "server": self.server.kind if self.server else None,
+                "settings": self.args.settings,
+                "loader": self.loader.description if self.loader else None,
+                "args": dict(vars(self.args)),
+                "db_connections_peak": self.sampler.peak if self.sampler else None,
+                "figures": [{**f, "ratio": (f["ours"] / f["raw"]) if f.get("raw") else None} for f in self.figures],
+                "details": self.details,
             },
-            "server": self.server.kind if self.server else None,
-            "settings": self.args.settings,
-            "loader": self.loader.description if self.loader else None,
-            "args": {k: v for k, v in vars(self.args).items()},
-            "db_connections_peak": self.sampler.peak if self.sampler else None,
-            "figures": [{**f, "ratio": (f["ours"] / f["raw"]) if f.get("raw") else None} for f in self.figures],
-            "details": self.details,
-        }
-        out.write_text(json.dumps(body, indent=2, default=str))
-        return out
+        )
 
     def run(self) -> int:
         self.check_services()
@@ -1497,53 +776,23 @@ class Bench:
         return 0
 
     def cleanup(self) -> None:
-        if self.server:
-            self.server.stop()
         if self.sampler:
             self.sampler.stop()
-        self.pg.close_control()
-        if not self.args.keep_db:
-            with contextlib.suppress(Exception):
-                self.pg.drop_database()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def _num(value, digits: int = 0) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int) and digits == 0:
-        return f"{value:,}"
-    return f"{value:,.{digits}f}"
+        super().cleanup()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.chdir(ROOT)
-
-    def terminate(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, terminate)
     bench = Bench(args)
-    code = 1
-    try:
-        code = bench.run()
-    except BenchError as exc:
-        say(f"ERROR: {exc}")
-    except KeyboardInterrupt:
-        say("interrupted")
-        code = 130
-    finally:
-        bench.cleanup()
+    code = report.run_guarded(bench)
     if bench.figures:
         print()
         print(bench.table())
-        path = bench.write_json()
-        print(f"\nwritten: {path.relative_to(ROOT)}")
+        report.written(bench.write_json())
         if bench.server:
             print(f"server log: {bench.server.log_path.relative_to(ROOT)}")
-        if code == 0 and not all(f["passed"] in (True, None) for f in bench.figures):
-            print("some targets were missed (see FAIL rows); the run itself completed")
+        report.missed_targets_note(code, bench.figures)
     return code
 
 

@@ -45,6 +45,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import httpx  # noqa: E402 - a dependency of switchyard_client
 import run as foundation  # noqa: E402 - bench/run.py, the foundation benchmark
+from harness import percentile, report  # noqa: E402 - bench/harness: set-up, server, table
 
 say = foundation.say
 PARTS = ("dispatch", "scale", "logs")
@@ -75,11 +76,6 @@ store[HASH_SESSION_KEY] = user.get_session_auth_hash()
 store.create()
 print(f"{settings.SESSION_COOKIE_NAME}={store.session_key}")
 """
-
-
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -185,12 +181,15 @@ class RunnerBench(foundation.Bench):
         self.runner_toml = self.workdir / "switchyard-runner.toml"
         self.runner_toml.write_text("\n".join(lines) + "\n")
         self.runner_log = foundation.RESULTS_DIR / f"{self.stamp}-runner.log"
-        cmd = [str(SWITCHYARD), "runner", "--config", str(self.runner_toml)]
+        cmd = [a.runner_bin or str(SWITCHYARD), "runner", "--config", str(self.runner_toml)]
         if a.runner_whatif:
             cmd = [sys.executable, str(BENCH_DIR / "runner_whatif.py"), a.runner_whatif, *cmd[2:]]
         say(f"starting the runner: {' '.join(cmd)} (console: {self.runner_log.relative_to(foundation.ROOT)})")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHYARD_", "DJANGO_", "DATABASE_"))}
         env["PYTHONUNBUFFERED"] = "1"
+        if a.runner_pythonpath:  # another copy of switchyard_client (an A/B against a saved one)
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [a.runner_pythonpath, env.get("PYTHONPATH")]))
+            say(f"  the runner imports switchyard_client from {a.runner_pythonpath}")
         with open(self.runner_log, "ab") as log:
             self.runner = subprocess.Popen(
                 cmd, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -731,6 +730,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="start the runner through bench/runner_whatif.py with these candidate fixes patched in "
         "(comma-separated: shared-ssl, chunk-1m, no-httpx-cli, stat-first, idle-backoff, tick-50ms, trace-ship)",
     )
+    parser.add_argument(
+        "--runner-pythonpath",
+        default="",
+        help="a folder holding another switchyard_client package for the runner to import (put first on "
+        "its PYTHONPATH), e.g. a copy saved before a change, for an interleaved A/B",
+    )
+    parser.add_argument(
+        "--runner-bin",
+        default="",
+        help="the `switchyard` program to start the runner with (default: this venv's), e.g. one from a venv "
+        "holding only `pip install ./client`, as a runner machine has it",
+    )
     own, rest = parser.parse_known_args(argv)
     if own.quick:
         own.dispatch_runs, own.scale_runs, own.scale_window = 30, 20, 10.0
@@ -749,34 +760,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     os.chdir(foundation.ROOT)
-
-    def terminate(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, terminate)
     bench = RunnerBench(args)
-    code = 1
-    try:
-        code = bench.run()
-    except foundation.BenchError as exc:
-        say(f"ERROR: {exc}")
-    except KeyboardInterrupt:
-        say("interrupted")
-        code = 130
-    finally:
-        bench.cleanup()
+    code = report.run_guarded(bench)
     if bench.figures:
         print()
         print(bench.table())
-        out = foundation.RESULTS_DIR / f"{bench.stamp}-runner.json"
         body = {
             "args": vars(args),
             "machine_load_at_end": os.getloadavg(),
             "figures": bench.figures,
             "details": bench.details,
         }
-        out.write_text(json.dumps(body, indent=2, default=str))
-        print(f"\nwritten: {out.relative_to(foundation.ROOT)}")
+        report.written(report.write_json(foundation.RESULTS_DIR / f"{bench.stamp}-runner.json", body))
     return code
 
 

@@ -34,14 +34,15 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import db
+
 AGENTS = ("backend", "frontend", "infrastructure", "qa", "security", "docs", "data", "design", "mobile")
 WORDS = ("running", "completed", "failed", "pending", "blocked", "success", "error", "waiting", "in_progress")
 COPIED_TABLES = ("board_task", "sessions_app_agentsession", "board_syncedfile", "ledger_event")
 
 
 def say(message: str) -> None:
-    print(message, flush=True)
+    print(message, flush=True)  # the figures here are read as a plain table, without time stamps
 
 
 def parse_args() -> argparse.Namespace:
@@ -59,42 +60,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="Keep the database and the state folder afterwards.")
     parser.add_argument("--json", type=Path, help="Also write the figures to this file as JSON.")
     return parser.parse_args()
-
-
-class Postgres:
-    def __init__(self, args: argparse.Namespace):
-        import psycopg
-
-        self.psycopg = psycopg
-        self.host, self.port, self.user, self.db = args.pg_host, args.pg_port, args.pg_user, args.db
-
-    @property
-    def url(self) -> str:
-        return f"postgres://{self.user}@{self.host}:{self.port}/{self.db}"
-
-    def connect(self, db: str | None = None):
-        return self.psycopg.connect(
-            host=self.host, port=self.port, user=self.user, dbname=db or self.db, autocommit=True
-        )
-
-    def recreate(self) -> None:
-        with self.connect("postgres") as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{self.db}"')
-
-    def drop(self) -> None:
-        with self.connect("postgres") as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
-
-    def psql(self, *commands: str) -> str:
-        cmd = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", self.host, "-p", str(self.port), "-U", self.user]
-        cmd += ["-d", self.db]
-        for command in commands:
-            cmd += ["-c", command]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise SystemExit(f"psql failed: {done.stderr.strip()}")
-        return done.stdout
 
 
 def generate(state_dir: Path, files: int) -> int:
@@ -147,7 +112,7 @@ def time_python_read(state_dir: Path) -> float:
     return time.perf_counter() - started
 
 
-def time_copy(pg: Postgres, workdir: Path) -> tuple[float, int]:
+def time_copy(pg: db.Pg, workdir: Path) -> tuple[float, int]:
     """psql \\copy of the rows the first sync wrote into LIKE ... INCLUDING ALL tables; (seconds, rows)."""
     commands, rows = ["\\timing on"], 0
     with pg.connect() as conn:
@@ -169,7 +134,7 @@ def time_copy(pg: Postgres, workdir: Path) -> tuple[float, int]:
 
 def main() -> int:
     args = parse_args()
-    pg = Postgres(args)
+    pg = db.Pg.from_args(args)
     workdir = Path(tempfile.mkdtemp(prefix="syncbench-"))
     state_dir, logs_root = workdir / "compound-state", workdir / "logs"
     state_dir.mkdir()
@@ -177,22 +142,16 @@ def main() -> int:
     os.environ.update(
         DJANGO_SETTINGS_MODULE="config.settings.local",
         DEBUG="0",  # no query log in memory
-        DATABASE_URL=pg.url,
+        DATABASE_URL=pg.url(),
         STATE_DIR=str(state_dir),
         LOGS_ROOT=str(logs_root),
         SWITCHYARD_VAR_DIR=str(workdir / "var"),
         LOG_LEVEL="WARNING",
     )
-    sys.path.insert(0, str(ROOT))
     try:
         say(f"database {args.db}: create and migrate")
-        pg.recreate()
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        pg.recreate_database()
+        db.django_setup()
         from board.sync import state_sync
 
         say(f"generating {args.files} snapshot files in {state_dir}")
@@ -257,7 +216,7 @@ def main() -> int:
 
         connections.close_all()
         if not args.keep:
-            pg.drop()
+            pg.drop_database()
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             say(f"kept: database {args.db}, folder {workdir}")

@@ -16,7 +16,7 @@ workers, config.settings.production), each figure beside the same work done raw:
              from disk) against `cp` + `sync FILE` (fsync) on the same disk: MB/s, median of 3
 
 Prints a table (ours, raw, ratio, target, PASS/FAIL) and writes bench/results/workspaces-<ts>.json.
-Helpers (Pg, Server, api/api_ok, CpuMeter) come from bench/run.py.
+The set-up (database, keys, server) and the table are bench/harness/'s.
 
 Run: .venv/bin/python bench/workspaces_bench.py          (about 2-3 minutes)
      .venv/bin/python bench/workspaces_bench.py --help
@@ -26,18 +26,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import datetime as dt
 import hashlib
 import json
 import os
-import platform
 import random
 import re
 import secrets
-import shutil
-import signal
-import socket
 import statistics
 import string
 import subprocess
@@ -47,20 +41,16 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCH_DIR = ROOT / "bench"
-RESULTS_DIR = BENCH_DIR / "results"
+BENCH_DIR = Path(__file__).resolve().parent
 PARTS = ("worktrees", "claims", "upload")
 TARGETS = {"worktree_ms": 300, "claim_ops_per_s": 500, "claim_p99_ms": 20, "upload_ratio": 0.5}
-_T0 = time.monotonic()
 
 sys.path.insert(0, str(BENCH_DIR))
+from harness import RESULTS_DIR, ROOT, BenchError, report, say  # noqa: E402
+from harness.base import ServerBench  # noqa: E402
+from harness.load import CpuMeter, benchjson  # noqa: E402
+from harness.server import api, api_ok  # noqa: E402
 from paced import http_call, pct, post_request  # noqa: E402 - a helper beside this script
-
-
-def say(message: str) -> None:
-    print(f"[{time.monotonic() - _T0:6.1f}s] {message}", flush=True)
-
 
 # --- the claim/release load generator (runs in a child process) ---------------------------------
 # bench/paced.py's minimal HTTP/1.1 keep-alive client: httpx costs several times more CPU per
@@ -237,46 +227,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # --- the benchmark --------------------------------------------------------------------------------
-class WorkspacesBench:
-    def __init__(self, args: argparse.Namespace):
-        sys.path.insert(0, str(BENCH_DIR))
-        import run as apibench  # bench/run.py: Pg, Server, api/api_ok, CpuMeter, machine_busy_pct
+class WorkspacesBench(ServerBench):
+    key_prefix = "bench-ws-"
+    quiet_poll = 3.0
 
-        self.ab = apibench
-        self.args = args
-        self.stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        self.workdir = Path(tempfile.mkdtemp(prefix="switchyard-wsbench-", dir=args.workdir))
-        self.pg = apibench.Pg(args)
-        self.env = self._server_env()
-        self.server = None
-        self.keys: list[str] = []
+    def __init__(self, args: argparse.Namespace):
+        super().__init__(args, workdir_prefix="switchyard-wsbench-", workdir_parent=args.workdir)
         self.agent_ids: list[int] = []
         self.repo_path = self.workdir / "repos" / "proj"
         self.repository_id: int | None = None
         self.worktree_ids: list[int] = []
-        self.figures: list[dict] = []
-        self.details: dict = {"workdir": str(self.workdir)}
+        self.details["workdir"] = str(self.workdir)
 
-    def _server_env(self) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "REDIS_"))}
+    def server_env(self) -> dict:
+        env = super().server_env()
         var = self.workdir / "var"
-        alphabet = string.ascii_letters + string.digits
         env.update(
             {
-                "DJANGO_SETTINGS_MODULE": self.args.settings,
-                "SECRET_KEY": "".join(secrets.choice(alphabet) for _ in range(60)),
-                "ALLOWED_HOSTS": "127.0.0.1,localhost",
-                "SECURE_SSL_REDIRECT": "0",
-                "DATABASE_URL": self.pg.url(),
-                "REDIS_URL": self.args.redis_url,
-                "SWITCHYARD_VAR_DIR": str(var),
                 "WORKSPACE_ROOT": str(var / "workspaces"),
                 "EXPORT_ROOTS": str(var / "exports"),
                 "ARCHIVE_ROOT": str(var / "archives"),
                 "LOGS_ROOT": str(var / "logs"),
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONWARNINGS": "ignore::DeprecationWarning",
                 "GIT_CONFIG_NOSYSTEM": "1",
                 "GIT_AUTHOR_NAME": "bench",
                 "GIT_AUTHOR_EMAIL": "bench@example.invalid",
@@ -287,57 +258,9 @@ class WorkspacesBench:
         return env
 
     # setup ---------------------------------------------------------------------------------------
-    def manage(self, *argv: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *argv], cwd=ROOT, env=self.env, capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise self.ab.BenchError(f"manage.py {' '.join(argv)} failed:\n{done.stderr[-2000:]}")
-        return done.stdout
-
-    def redis_flush(self) -> None:
-        match = re.match(r"redis://([^:/]+)(?::(\d+))?(?:/(\d+))?$", self.args.redis_url)
-        if not match:
-            return
-        host, port, db = match.group(1), int(match.group(2) or 6379), match.group(3) or "0"
-        try:
-            with socket.create_connection((host, port), timeout=3) as sock:
-                sock.sendall(f"SELECT {db}\r\nFLUSHDB\r\n".encode())
-                reply = sock.recv(100)
-        except OSError as exc:
-            raise self.ab.BenchError(f"Redis at {host}:{port}: {exc}") from exc
-        if reply[:1] == b"-":
-            raise self.ab.BenchError(f"Redis refused SELECT/FLUSHDB: {reply!r}")
-
     def setup(self) -> None:
-        try:
-            with self.pg.connect("postgres") as conn:
-                self.details["postgres_version"] = conn.execute("SHOW server_version").fetchone()[0]
-        except Exception as exc:
-            raise self.ab.BenchError(f"PostgreSQL at {self.pg.host}:{self.pg.port}: {exc}") from exc
-        self.redis_flush()
-        say(f"recreating database {self.pg.db!r}; manage.py migrate")
-        self.pg.recreate_database()
-        self.manage("migrate", "--noinput")
-        say("manage.py create_agent_key bench-ws-00 --scope agent --scope orchestrate")
-        out = self.manage("create_agent_key", "bench-ws-00", "--scope", "agent", "--scope", "orchestrate")
-        self.keys = [out.strip().splitlines()[-1].strip()]
-        n = self.args.agents
-        if n > 1:
-            say(f"create_agent_key bench-ws-01 .. bench-ws-{n - 1:02d} via bench/make_keys.py")
-            done = subprocess.run(
-                [sys.executable, str(BENCH_DIR / "make_keys.py"), "bench-ws-", "1", str(n - 1)],
-                cwd=ROOT,
-                env=self.env,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if done.returncode != 0:
-                raise self.ab.BenchError(f"bench/make_keys.py failed:\n{done.stderr[-2000:]}")
-            self.keys += [line.split()[1] for line in done.stdout.splitlines() if line.strip()]
-        if len(self.keys) != n or not all(k.startswith("sy_") for k in self.keys):
-            raise self.ab.BenchError("create_agent_key printed something other than a key on its last line")
+        self.check_services()
+        self.setup_database(self.args.agents)
         self.agent_ids = [
             r[0]
             for r in self.pg.control().execute(
@@ -352,7 +275,7 @@ class WorkspacesBench:
             ["git", *argv], cwd=cwd or self.repo_path, env=self.env, capture_output=True, text=True, check=False
         )
         if done.returncode != 0:
-            raise self.ab.BenchError(f"git {' '.join(argv)} failed: {done.stderr.strip()}")
+            raise BenchError(f"git {' '.join(argv)} failed: {done.stderr.strip()}")
         return done
 
     def make_repository(self) -> None:
@@ -373,29 +296,14 @@ class WorkspacesBench:
         out = self.manage("register_repository", str(self.repo_path))
         match = re.search(r"\(id (\d+)\)", out)
         if not match:
-            raise self.ab.BenchError(f"register_repository printed no id: {out!r}")
+            raise BenchError(f"register_repository printed no id: {out!r}")
         self.repository_id = int(match.group(1))
         size = sum(p.stat().st_size for p in (self.repo_path / "src").rglob("*") if p.is_file())
         self.details["repository"] = {"files": tracked, "bytes": size, "id": self.repository_id}
         say(f"  {tracked} files ({size / 1e6:.1f} MB) committed; registered as repository {self.repository_id}")
 
     def start_server(self) -> None:
-        self.server = self.ab.Server(self.args, self.env, RESULTS_DIR / f"workspaces-{self.stamp}-server.log")
-        self.server.start()
-
-    def wait_for_quiet(self, label: str) -> float:
-        deadline = time.monotonic() + self.args.quiet_wait
-        busy = self.ab.machine_busy_pct()
-        while busy > self.args.quiet_pct and time.monotonic() < deadline:
-            say(f"  {label}: machine {busy:.0f}% busy before we start; waiting")
-            time.sleep(3)
-            busy = self.ab.machine_busy_pct()
-        if busy > self.args.quiet_pct:
-            say(f"  {label}: WARNING machine still {busy:.0f}% busy without our load")
-        return round(busy, 1)
-
-    def add(self, **figure) -> None:
-        self.figures.append(figure)
+        super().start_server(RESULTS_DIR / f"workspaces-{self.stamp}-server.log")
 
     # 1. worktree creation ------------------------------------------------------------------------
     def part_worktrees(self) -> None:
@@ -409,10 +317,10 @@ class WorkspacesBench:
 
         def api_one(i: int) -> None:
             t0 = time.perf_counter()
-            status, body = self.ab.api(base, key, "POST", path, {"type": "feat", "name": f"w{i}"})
+            status, body = api(base, key, "POST", path, {"type": "feat", "name": f"w{i}"})
             elapsed = time.perf_counter() - t0
             if status != 201:
-                raise self.ab.BenchError(f"POST {path} w{i} answered {status}: {body}")
+                raise BenchError(f"POST {path} w{i} answered {status}: {body}")
             ours.append(elapsed)
             self.worktree_ids.append(int(body["id"]))
 
@@ -437,7 +345,7 @@ class WorkspacesBench:
         made = [self.repo_path.parent / f"feat-w{i}" for i in range(n)]
         checked_out = sum(1 for p in made if (p / "src" / "pkg000" / "mod00.py").exists())
         if checked_out != n:
-            raise self.ab.BenchError(f"only {checked_out} of {n} API worktrees are checked out on disk")
+            raise BenchError(f"only {checked_out} of {n} API worktrees are checked out on disk")
         o50, o95 = 1000 * pct(ours, 50), 1000 * pct(ours, 95)
         r50, r95 = (1000 * pct(raw, 50), 1000 * pct(raw, 95)) if raw else (None, None)
         self.details["worktrees"] = {
@@ -453,7 +361,7 @@ class WorkspacesBench:
             "`git worktree add -q -b raw-<i> <path>` run by this script on the same repository",
         }
         say(f"  worktrees: ours p50 {o50:.0f} ms p95 {o95:.0f} ms; raw p50 {r50 or 0:.0f} ms p95 {r95 or 0:.0f} ms")
-        self.add(
+        self.add_figure(
             name=f"worktree create ({n}, {self.details['repository']['files']} files), ms",
             ours=o50,
             ours_extra=f"p95 {o95:.0f}",
@@ -471,7 +379,7 @@ class WorkspacesBench:
         if len(self.worktree_ids) < k:
             say(f"part claims: creating {k - len(self.worktree_ids)} worktrees first")
             for i in range(len(self.worktree_ids), k):
-                body = self.ab.api_ok(
+                body = api_ok(
                     self.server.base_url,
                     self.keys[0],
                     "POST",
@@ -515,7 +423,7 @@ class WorkspacesBench:
             raw = self.raw_claims(worktrees)
         self.details["claims"] = {"api": result, "paced": paced, "raw": raw}
         p99 = max(claim["p99_ms"], release["p99_ms"])
-        self.add(
+        self.add_figure(
             name=f"claim+release, {n_agents} agents / {k} worktrees, ops/s",
             ours=ops,
             ours_extra=f"claim p50 {claim['p50_ms']:.1f} p99 {claim['p99_ms']:.1f}; "
@@ -529,7 +437,7 @@ class WorkspacesBench:
         )
         if paced:
             p_claim, p_release = paced["claim"], paced["release"]
-            self.add(
+            self.add_figure(
                 name=f"  the same paced: {self.args.paced_rate:g} claim attempts/s offered, ops/s",
                 ours=paced["ops_per_s"],
                 ours_extra=f"claim (from due) p50 {p_claim['p50_ms']:.1f} p99 {p_claim['p99_ms']:.1f}; "
@@ -544,7 +452,7 @@ class WorkspacesBench:
                 and max(p_claim["p99_ms"], p_release["p99_ms"]) < TARGETS["claim_p99_ms"]
                 and not paced["unexpected"],
             )
-        self.add(
+        self.add_figure(
             name="double grants (ledger: claimed/released alternate per worktree)",
             ours=integrity["double_grants"],
             ours_extra=f"{integrity['claimed_events']} claimed / {integrity['released_events']} released events",
@@ -560,19 +468,14 @@ class WorkspacesBench:
         """Run the claim/release loader in a child process and summarise what it saw."""
         cfg_path = self.workdir / f"{label.replace(' ', '-')}.json"
         cfg_path.write_text(json.dumps(cfg))
-        with self.ab.CpuMeter(self.server.worker_pids()) as cpu:
+        with CpuMeter(self.server.worker_pids()) as cpu:
             done = subprocess.run(
                 [sys.executable, str(Path(__file__).resolve()), "--loader-child", str(cfg_path)],
                 capture_output=True,
                 text=True,
                 check=False,
             )
-        result = None
-        for line in done.stdout.splitlines():
-            if line.startswith("BENCHJSON "):
-                result = json.loads(line[len("BENCHJSON ") :])
-        if result is None:
-            raise self.ab.BenchError(f"claim loader gave no result (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        result = benchjson(done, label)
         result["cpu_including_warmup"] = cpu.result
         claim, release = result["claim"], result["release"]
         grants = claim["statuses"].get("200", 0)
@@ -708,7 +611,7 @@ class WorkspacesBench:
                 release_lat.extend(r_lat)
 
         threads = [threading.Thread(target=worker, args=(i, a)) for i, a in enumerate(agents)]
-        with self.ab.CpuMeter([]) as cpu:
+        with CpuMeter([]) as cpu:
             for t in threads:
                 t.start()
             for t in threads:
@@ -749,7 +652,7 @@ class WorkspacesBench:
         expected = digest.hexdigest()
         size = src.stat().st_size
         session_id = f"bench-upload-{secrets.token_hex(3)}"
-        session = self.ab.api_ok(
+        session = api_ok(
             self.server.base_url, self.keys[0], "POST", "/api/v1/sessions/", {"id": session_id, "intent": "upload"}
         )
         session_id = session["id"]
@@ -792,11 +695,11 @@ class WorkspacesBench:
             elapsed = time.perf_counter() - t0
             status = done.stdout.strip()
             if status not in ("200", "201"):
-                raise self.ab.BenchError(f"PUT {url} answered {status}: {done.stderr} {out.read_text()[:500]}")
+                raise BenchError(f"PUT {url} answered {status}: {done.stderr} {out.read_text()[:500]}")
             body = json.loads(out.read_text())
             got = body.get("version", {}).get("sha256")
             if got != expected:
-                raise self.ab.BenchError(f"upload stored sha256 {got}, expected {expected}")
+                raise BenchError(f"upload stored sha256 {got}, expected {expected}")
             answers.append({"status": int(status), "version": body["version"].get("number"), "sha256_ok": True})
             ours.append(elapsed)
 
@@ -839,7 +742,7 @@ class WorkspacesBench:
         }
         if not same_disk:
             say("  WARNING: the source, the copies and the workspace root are not on one filesystem")
-        self.add(
+        self.add_figure(
             name=f"upload {size_mb} MB (median of {repeat}), MB/s",
             ours=ours_mbs,
             ours_extra=f"best {size / 1e6 / min(ours):.0f}",
@@ -854,50 +757,39 @@ class WorkspacesBench:
     # output ----------------------------------------------------------------------------------------------
     def table(self) -> str:
         header = ["figure", "ours", "", "raw", "", "ratio", "target", "result"]
-        rows = []
-        for f in self.figures:
-            rows.append(
-                [
-                    f["name"],
-                    _num(f["ours"]),
-                    f.get("ours_extra", ""),
-                    _num(f["raw"]),
-                    f.get("raw_extra", ""),
-                    f"{f['ratio']:.2f}" if f.get("ratio") is not None else "-",
-                    f["target"],
-                    {True: "PASS", False: "FAIL", None: "info"}[f["passed"]],
-                ]
-            )
-        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-        lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True))]
-        lines.append("  ".join("-" * w for w in widths))
-        lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+        rows = [
+            [
+                f["name"],
+                report.num(f["ours"]),
+                f.get("ours_extra", ""),
+                report.num(f["raw"]),
+                f.get("raw_extra", ""),
+                f"{f['ratio']:.2f}" if f.get("ratio") is not None else "-",
+                f["target"],
+                report.VERDICT[f["passed"]],
+            ]
+            for f in self.figures
+        ]
         notes = sorted(
             {f"{f['name'].split(',')[0].split(' (')[0]}: {f['ratio_note']}" for f in self.figures if f["ratio_note"]}
         )
-        return "\n".join(lines + ["", "ratio: " + "; ".join(notes)])
+        return "\n".join([report.table(header, rows), "", "ratio: " + "; ".join(notes)])
 
     def write_json(self) -> Path:
-        out = RESULTS_DIR / f"workspaces-{self.stamp}.json"
-        body = {
-            "timestamp": self.stamp,
-            "machine": {
-                "cores": os.cpu_count(),
-                "platform": platform.platform(),
-                "python": platform.python_version(),
-                "postgres": self.details.get("postgres_version"),
-                "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip(),
-                "note": "load generator, server, PostgreSQL and Redis share these cores",
+        git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+        return report.write_json(
+            RESULTS_DIR / f"workspaces-{self.stamp}.json",
+            {
+                "timestamp": self.stamp,
+                "machine": report.machine(self.details.get("postgres_version"), git=git),
+                "server": self.server.kind if self.server else None,
+                "settings": self.args.settings,
+                "args": vars(self.args),
+                "targets": TARGETS,
+                "figures": self.figures,
+                "details": self.details,
             },
-            "server": self.server.kind if self.server else None,
-            "settings": self.args.settings,
-            "args": vars(self.args),
-            "targets": TARGETS,
-            "figures": self.figures,
-            "details": self.details,
-        }
-        out.write_text(json.dumps(body, indent=2, default=str))
-        return out
+        )
 
     def run(self) -> int:
         self.setup()
@@ -907,23 +799,6 @@ class WorkspacesBench:
                 getattr(self, f"part_{part}")()
         return 0
 
-    def cleanup(self) -> None:
-        if self.server:
-            self.server.stop()
-        self.pg.close_control()
-        if not self.args.keep_db:
-            with contextlib.suppress(Exception):
-                self.pg.drop_database()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def _num(value, digits: int = 0) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:,.{digits}f}"
-
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
@@ -931,31 +806,15 @@ def main(argv: list[str] | None = None) -> int:
         loader_child(args.loader_child)
         return 0
     os.chdir(ROOT)
-
-    def terminate(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, terminate)
     bench = WorkspacesBench(args)
-    code = 1
-    try:
-        code = bench.run()
-    except bench.ab.BenchError as exc:
-        say(f"ERROR: {exc}")
-    except KeyboardInterrupt:
-        say("interrupted")
-        code = 130
-    finally:
-        bench.cleanup()
+    code = report.run_guarded(bench)
     if bench.figures:
         print()
         print(bench.table())
-        path = bench.write_json()
-        print(f"\nwritten: {path.relative_to(ROOT)}")
+        report.written(bench.write_json())
         if bench.server:
             print(f"server log: {bench.server.log_path.relative_to(ROOT)}")
-        if code == 0 and not all(f["passed"] in (True, None) for f in bench.figures):
-            print("some targets were missed (see FAIL rows); the run itself completed")
+        report.missed_targets_note(code, bench.figures)
     return code
 
 

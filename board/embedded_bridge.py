@@ -5,9 +5,11 @@ With Redis, every process shares the channel layer, so a task changed by the Cel
 embedded default's in-memory layer lives inside one process: changes made elsewhere would never
 be pushed. There, the web process watches the task table instead: while at least one board is
 open, it looks every ``POLL_SECONDS`` for rows whose ``updated_at`` moved and pushes them like
-any other change (``task_table_watch``, run by the board hub in board/consumers.py). Changes
-this process pushes itself are skipped: ``board_push_tasks`` notes
-each row it is asked to push, after the row was stamped and before it commits.
+any other change (``task_table_watch``, run by the board's hub while a board is open,
+board/consumers.py). Changes this process pushes itself go through the in-memory layer
+(config/live.py) and are skipped here: ``board_push_tasks`` notes each row it is asked to push,
+after the row was stamped and before it commits. So the poll only carries what the writer in
+another process (the worker, a command) changed; session pages have no such bridge.
 """
 
 import asyncio

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from board.live import board_push_tasks
 from board.models import Task, TaskClaim
-from board.services import RANK_STEP, _end_claim, _task_event
+from board.services import RANK_STEP, end_claim, task_event
 from config.api.errors import DomainError
 from sessions_app.actors import SYSTEM, Actor
 
@@ -87,15 +87,15 @@ def _place(column: list[Task], *, before_id: int | None, after_id: int | None) -
 def _release_claim(*, actor: Actor, task: Task, status: str) -> Task:
     """End the agent's claim because a person moved the card out of in_progress.
 
-    ``_end_claim`` checks that the actor may act for the agent; on the board that permission is
+    ``end_claim`` checks that the actor may act for the agent; on the board that permission is
     the page's (people in the board groups steer all work), so it runs as the system and the
     ledger event below names the person.
     """
     if not TaskClaim.objects.filter(task_id=task.pk, released_at__isnull=True).exists():
         return task  # in progress without a claim (a synced task): its state file owns the assignee
     outcome, new_status = CLAIM_ENDINGS.get(status, (TaskClaim.Outcome.RELEASED, Task.Status.READY))
-    task, _ = _end_claim(actor=SYSTEM, task=task, outcome=outcome, new_status=new_status, error="Moved on the board.")
-    _task_event("task.released", task, actor, by="board")
+    task, _ = end_claim(actor=SYSTEM, task=task, outcome=outcome, new_status=new_status, error="Moved on the board.")
+    task_event("task.released", task, actor, by="board")
     return task
 
 
@@ -145,7 +145,7 @@ def task_move(
         changed = [row.pk for row in column]
         rank = task.rank
     _move_save(task, status=status, rank=rank)
-    _task_event("task.moved", task, actor, **{"from": previous, "to": status, "rank": rank, "by": "board"})
+    task_event("task.moved", task, actor, **{"from": previous, "to": status, "rank": rank, "by": "board"})
     board_push_tasks(task_ids=changed)
     return MoveResult(task=task, changed_ids=changed, renumbered=renumbered, previous_status=previous)
 

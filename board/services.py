@@ -5,13 +5,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from board.claim_sql import claim_in_one_statement, claim_take_params, claim_take_sql
 from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task, TaskClaim
 from config.api.errors import LEASE_LOST, DomainError
 from config.pages import BOARD, user_may
 from config.single_statement import single_statement_atomic
 from ledger.events import event_dispatch, event_record
-from ledger.models import Event
 from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession
 from workspaces.models import Repository
@@ -45,7 +45,7 @@ def _next_rank(status: str) -> int:
     return (top or 0) + RANK_STEP
 
 
-def _task_event(name: str, task: Task, actor: Actor, **payload) -> None:
+def task_event(name: str, task: Task, actor: Actor, **payload) -> None:
     event_record(
         name=name,
         subject_type="task",
@@ -99,7 +99,7 @@ def task_create(
             code="conflict",
             extra={"errors": {name: ["Already used by another task."] for name in taken}},
         ) from None
-    _task_event("task.created", task, actor)
+    task_event("task.created", task, actor)
     board_push_tasks(task_ids=[task.pk])
     return task
 
@@ -115,7 +115,7 @@ def _claim_take(
 
     The conditional UPDATE ... RETURNING is the lock: of two claimants, the database lets exactly
     one change the row; the partial unique index on open claims backs it up. On PostgreSQL the
-    claim row and the event are inserted by the same statement (data-modifying CTEs), one round
+    claim row and the event are inserted by the same statement (board/claim_sql.py), one round
     trip instead of three while the row is locked; elsewhere (SQLite) they follow the UPDATE.
     ``checked``: ``where`` itself picks only a claimable row, under its lock (see _claim_best).
     """
@@ -126,23 +126,13 @@ def _claim_take(
     condition = where if checked else f"{_CLAIMABLE} AND {where}"
     update = f"UPDATE {table} SET {_CLAIM_SET} WHERE {condition} RETURNING *"
     head = [Task.Status.IN_PROGRESS, agent.pk, session_id, now, now] + ([] if checked else [Task.Status.READY])
-    if db.vendor != "postgresql":
+    if not claim_in_one_statement(db):
         rows = list(Task.objects.raw(update, head + params))
         return _claim_opened(task=rows[0], agent=agent, session=session, actor=actor) if rows else None
-    claims = db.ops.quote_name(TaskClaim._meta.db_table)
-    events = db.ops.quote_name(Event._meta.db_table)
-    # The event is what _task_event("task.claimed", ...) records: the same columns and payload.
-    sql = (
-        f"WITH picked AS ({update}), "
-        f"claim AS (INSERT INTO {claims} (task_id, agent_id, session_id, outcome, claimed_at) "
-        "SELECT id, %s, %s, %s, %s FROM picked), "
-        f"event AS (INSERT INTO {events} (name, subject_type, subject_id, actor, payload, created_at) "
-        "SELECT 'task.claimed', 'task', id::text, %s, jsonb_build_object('title', left(title, 200), "
-        "'status', status, 'agent', %s::text, 'session', %s::text), %s FROM picked RETURNING id) "
-        "SELECT picked.*, (SELECT id FROM event) AS claimed_event_id FROM picked"
+    tail = claim_take_params(
+        db, agent_id=agent.pk, agent_slug=agent.slug, session_id=session_id, actor=actor.label, now=now
     )
-    tail = [agent.pk, session_id, TaskClaim.Outcome.OPEN, now, actor.label, agent.slug, session_id, now]
-    rows = list(Task.objects.raw(sql, head + params + tail))
+    rows = list(Task.objects.raw(claim_take_sql(update), head + params + tail))
     if not rows:
         return None
     task = _claimed(task=rows[0], agent=agent, session=session)
@@ -160,7 +150,7 @@ def _claimed(*, task: Task, agent: Agent, session: AgentSession | None) -> Task:
 def _claim_opened(*, task: Task, agent: Agent, session: AgentSession | None, actor: Actor) -> Task:
     task = _claimed(task=task, agent=agent, session=session)
     TaskClaim.objects.create(task_id=task.pk, agent=agent, session=session)
-    _task_event("task.claimed", task, actor, agent=agent.slug, session=session.pk if session else None)
+    task_event("task.claimed", task, actor, agent=agent.slug, session=session.pk if session else None)
     board_push_tasks(task_ids=[task.pk])
     return task
 
@@ -238,7 +228,7 @@ def task_claim(*, actor: Actor, agent: Agent, task: Task, session: AgentSession 
     raise DomainError(f"Task {task.pk} is {task.status}{holder}; only ready tasks can be claimed.", code="conflict")
 
 
-def _end_claim(*, actor: Actor, task: Task, outcome: str, new_status: str, error: str = "") -> tuple[Task, bool]:
+def end_claim(*, actor: Actor, task: Task, outcome: str, new_status: str, error: str = "") -> tuple[Task, bool]:
     """Close the open claim and move the task. Locks the task row (caller holds a transaction)."""
     task = Task.objects.select_for_update().get(pk=task.pk)
     claim = TaskClaim.objects.filter(task=task, released_at__isnull=True).first()
@@ -305,9 +295,9 @@ def outcome_verb(outcome: str) -> str:
 
 @transaction.atomic
 def task_release(*, actor: Actor, task: Task) -> tuple[Task, bool]:
-    task, changed = _end_claim(actor=actor, task=task, outcome=TaskClaim.Outcome.RELEASED, new_status=Task.Status.READY)
+    task, changed = end_claim(actor=actor, task=task, outcome=TaskClaim.Outcome.RELEASED, new_status=Task.Status.READY)
     if changed:
-        _task_event("task.released", task, actor)
+        task_event("task.released", task, actor)
     return task, changed
 
 
@@ -323,20 +313,20 @@ def task_claims_release_for_session(*, actor: Actor, session: AgentSession) -> i
 @transaction.atomic
 def task_complete(*, actor: Actor, task: Task, review: bool = False) -> tuple[Task, bool]:
     new_status = Task.Status.REVIEW if review else Task.Status.DONE
-    task, changed = _end_claim(actor=actor, task=task, outcome=TaskClaim.Outcome.COMPLETED, new_status=new_status)
+    task, changed = end_claim(actor=actor, task=task, outcome=TaskClaim.Outcome.COMPLETED, new_status=new_status)
     if changed:
-        _task_event("task.moved", task, actor, to=new_status)
+        task_event("task.moved", task, actor, to=new_status)
     return task, changed
 
 
 @transaction.atomic
 def task_fail(*, actor: Actor, task: Task, error: str, retry: bool = False) -> tuple[Task, bool]:
     new_status = Task.Status.READY if retry else Task.Status.FAILED
-    task, changed = _end_claim(
+    task, changed = end_claim(
         actor=actor, task=task, outcome=TaskClaim.Outcome.FAILED, new_status=new_status, error=error
     )
     if changed:
-        _task_event("task.moved", task, actor, to=new_status, error=error[:500])
+        task_event("task.moved", task, actor, to=new_status, error=error[:500])
     return task, changed
 
 
@@ -363,7 +353,7 @@ def task_set_repository(*, actor: Actor, task: Task, repository: Repository | No
         return task, False
     task.repository = repository
     task.save(update_fields=["repository", "updated_at"])
-    _task_event(
+    task_event(
         "task.repository_set",
         task,
         actor,

@@ -4,17 +4,19 @@ A browser or a worker must never see a change that was rolled back, so Celery ta
 channel-layer broadcasts are queued with ``transaction.on_commit``.
 
 A broadcast to a group nobody has joined is skipped. With channels_redis the members of a group
-are a sorted set in Redis; one ZCARD on it (one round trip of the sync client, on this thread)
-is cheaper than ``group_send`` (two round trips, through the event loop via ``async_to_sync``),
-and on the API's hot paths there usually is no page open. A page that has joined is counted, so
-it gets every message sent after it joined; one that joins later misses the message either way
-(``group_send`` reads the members at the moment it runs too).
+are a sorted set in Redis; one ZCARD on it (config/speed/group_members.py) is cheaper than
+``group_send``, and on the API's hot paths there usually is no page open. A page that has joined
+is counted, so it gets every message sent after it joined; one that joins later misses the
+message either way (``group_send`` reads the members at the moment it runs too).
 """
 
 from collections.abc import Callable
-from functools import cache
+from importlib import import_module
 
 from django.db import transaction
+
+from config.celery_app import app as celery_app
+from config.speed.group_members import group_joined
 
 
 def after_commit(func: Callable[[], object]) -> None:
@@ -22,37 +24,23 @@ def after_commit(func: Callable[[], object]) -> None:
 
 
 def enqueue_task(task, *args, **kwargs) -> None:
-    after_commit(lambda: task.delay(*args, **kwargs))
+    """Queue ``task`` (a Celery task, or the name it is registered under) after commit."""
+    after_commit(lambda: registered_task(task).delay(*args, **kwargs))
 
 
-@cache
-def redis_client(url: str):
-    """One thread-safe sync client (and connection pool) per Redis URL, per process."""
-    import redis
+def registered_task(task):
+    """The task registered under ``task``'s name (a task passes through as it is).
 
-    return redis.Redis.from_url(url)
-
-
-def group_members_key(layer, group: str) -> tuple[str, bytes] | None:
-    """(Redis URL, key) of the sorted set that holds ``group``'s members, or None when the layer
-    keeps them elsewhere (in memory, pub/sub, sentinels): then nobody can tell, and we always send."""
-    from channels_redis.core import RedisChannelLayer
-
-    if type(layer) is not RedisChannelLayer:
-        return None
-    host = layer.hosts[layer.consistent_hash(group)]
-    if set(host) != {"address"}:
-        return None
-    return host["address"], layer._group_key(group)
-
-
-def group_joined(layer, group: str) -> bool:
-    """Has anyone joined ``group``? True when the layer can't say."""
-    where = group_members_key(layer, group)
-    if where is None:
-        return True
-    url, key = where
-    return redis_client(url).zcard(key) > 0
+    A service names the tasks of its own app instead of importing them: the app's ``tasks``
+    module imports the service, so an import back would close a circle. A process that has not
+    imported the task's module yet (a web process: autodiscovery runs in workers) imports it
+    here, by the module part of the name.
+    """
+    if not isinstance(task, str):
+        return task
+    if task not in celery_app.tasks:
+        import_module(task.rpartition(".")[0])
+    return celery_app.tasks[task]
 
 
 def broadcast(group: str, message: dict) -> None:

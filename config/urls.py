@@ -15,6 +15,7 @@ api_v1 = [
     path("", include("board.api.urls")),
     path("", include("workspaces.api.urls")),
     path("", include("runners.api.urls")),
+    path("", include("usage.api.urls")),
 ]
 
 # The API first: the resolver tries patterns in order, and the agents' requests are most of the

@@ -4,6 +4,7 @@ webhooks care about records an Event in the same transaction."""
 from typing import Any
 
 from config.side_effects import enqueue_task
+from ledger.insert_sql import InsertSelect
 from ledger.models import Event
 from ledger.tasks import webhooks_dispatch_task
 from ledger.webhooks import webhooks_enabled
@@ -20,7 +21,7 @@ def event_record(
     per event (see ledger/webhooks.py for how the flag is kept and what the sweep repairs).
     """
     event = Event.objects.create(
-        name=name, subject_type=subject_type, subject_id=str(subject_id), actor=actor, payload=payload or {}
+        **event_fields(name=name, subject_type=subject_type, subject_id=subject_id, actor=actor, payload=payload)
     )
     event_dispatch(event_id=event.pk)
     if subject_type == "run":
@@ -30,6 +31,28 @@ def event_record(
 
         board_push_for_event(subject_type=subject_type, payload=event.payload)
     return event
+
+
+def event_fields(
+    *, name: str, subject_type: str, subject_id: Any, actor: str = "system", payload: dict | None = None
+) -> dict[str, Any]:
+    """An event row's fields: what ``event_record`` creates, and what a fast path fills
+    ``event_insert_sql``'s parameters with."""
+    return {
+        "name": name,
+        "subject_type": subject_type,
+        "subject_id": str(subject_id),
+        "actor": actor,
+        "payload": payload or {},
+    }
+
+
+def event_insert_sql(*, source: str = "", exprs: dict[str, str] | None = None) -> InsertSelect:
+    """The insert of one Event per row of ``source``, for a fast path to embed in its own
+    statement; it returns the event's id. ``exprs`` computes fields from the source row (see
+    InsertSelect); the others are parameters, filled from ``event_fields`` or given. The caller
+    then calls ``event_dispatch`` with the id, as ``event_record`` does."""
+    return InsertSelect(Event, source=source, exprs=exprs, returning="id")
 
 
 def event_dispatch(*, event_id: int) -> None:

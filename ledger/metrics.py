@@ -12,6 +12,7 @@ from django.db.models import Avg, Count, F, Q
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 
+from board.models import Task
 from ledger.models import ToolInvocation
 
 # Period key -> (length, bucket length, number of buckets).
@@ -66,8 +67,6 @@ def metrics_window(*, period: str, now: datetime | None = None) -> Window:
 
 def agent_metrics(*, window: Window) -> dict[int, AgentMetrics]:
     """Metrics per agent id for agents with any activity in the window; three queries."""
-    from board.models import Task
-
     metrics: dict[int, AgentMetrics] = {}
     done, failed = Task.Status.DONE, Task.Status.FAILED
     tasks = (

@@ -51,7 +51,7 @@ from django.utils import timezone
 
 from config.api.errors import DomainError
 from config.cache import shared_cache
-from config.side_effects import after_commit, enqueue_task
+from config.side_effects import after_commit, enqueue_task, registered_task
 from ledger.models import Event, WebhookDelivery, WebhookSubscription
 from ledger.webhook_deadline import DeliveryDeadline, deadline_error
 
@@ -254,9 +254,8 @@ def _queue_untried(deliveries: QuerySet[WebhookDelivery]) -> int:
 
 
 def _deliver_task():
-    from ledger.tasks import webhook_deliver_task  # the tasks module imports this one
-
-    return webhook_deliver_task
+    # By name: ledger.tasks imports this module, never the other way round.
+    return registered_task("ledger.tasks.webhook_deliver_task")
 
 
 # --- Delivery -------------------------------------------------------------------------------

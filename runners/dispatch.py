@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from runners.heartbeat import HELD, runner_seen, runs_to_cancel
@@ -36,8 +37,7 @@ class NextResult:
 
 
 def task_runner_requirements(labels) -> set[str]:
-    """The runner labels a task needs: ``runner:gpu`` needs a runner labelled ``gpu``. (``repo:<name>``
-    will need the runner that hosts the repository once repositories live on runners.)"""
+    """The runner labels a task needs: ``runner:gpu`` needs a runner labelled ``gpu``."""
     return {
         label[len(REQUIREMENT_PREFIX) :]
         for label in labels or []
@@ -46,7 +46,13 @@ def task_runner_requirements(labels) -> set[str]:
 
 
 def _matching_queued(runner: Runner):
-    return Run.objects.filter(status=Run.Status.QUEUED, provider__in=[p for p in runner.providers if p])
+    """Queued runs of a provider it offers, whose task's repository (if any) is on the server's
+    machine or on this runner's: a runner-hosted clone is worked only where it is."""
+    return Run.objects.filter(
+        Q(task__repository__runner__isnull=True) | Q(task__repository__runner=runner),
+        status=Run.Status.QUEUED,
+        provider__in=[p for p in runner.providers if p],
+    )
 
 
 def runs_dispatch(*, actor: Actor, runner: Runner) -> list[Run]:

@@ -10,6 +10,7 @@ from django.utils import timezone
 from runners.models import Run, Runner
 from sessions_app.liveness import agent_alive
 from sessions_app.models import Agent
+from workspaces.runner_hosted import Removal, worktree_removals_pending, worktree_reports_store
 
 HELD = (Run.Status.ASSIGNED, Run.Status.STARTING, Run.Status.RUNNING)
 STARTED = (Run.Status.STARTING, Run.Status.RUNNING)
@@ -22,6 +23,7 @@ class HeartbeatResult:
     held: list[Run] = field(default_factory=list)
     cancel: list[int] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
+    remove_worktrees: list[Removal] = field(default_factory=list)
 
 
 def runner_seen(*, runner: Runner, report: dict | None = None) -> Runner:
@@ -57,11 +59,16 @@ def runner_heartbeat(*, runner: Runner, report: dict) -> HeartbeatResult:
     held = list(Run.objects.filter(runner=runner, status__in=HELD).select_related("session").order_by("id"))
     attempts = {run.pk: run.attempt for run in held}
     dropped = sorted({item["id"] for item in report.get("runs", []) if attempts.get(item["id"]) != item["attempt"]})
+    if "worktrees" in report:
+        removals = worktree_reports_store(runner=runner, reports=report["worktrees"])
+    else:
+        removals = worktree_removals_pending(runner=runner)
     return HeartbeatResult(
         runner=runner,
         held=held,
         cancel=[run.pk for run in held if run.cancel_requested_at is not None],
         dropped=dropped,
+        remove_worktrees=removals,
     )
 
 

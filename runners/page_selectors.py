@@ -4,14 +4,15 @@ and the providers the Run and "run with" forms offer."""
 import json
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
 from board.models import Task
 from config.api.errors import DomainError
 from runners.models import Run, Runner
 from runners.selectors import runner_list
-from sessions_app.input_requests import session_question
 from sessions_app.models import Agent, AgentSession, StreamEvent
+from sessions_app.selectors import session_question
+from workspaces.models import Repository
 
 RECENT_RUNS = 50
 QUESTION_MAX = 4000
@@ -25,7 +26,8 @@ BUILT_IN_PROVIDERS = frozenset({*Agent.Provider.values, DEMO, "shell"}) - {Agent
 def runner_page_list() -> list[Runner]:
     """Every runner with ``runs_now``; online first, then draining, then offline, by name."""
     order = {Runner.Status.ONLINE: 0, Runner.Status.DRAINING: 1, Runner.Status.OFFLINE: 2}
-    return sorted(runner_list(), key=lambda runner: (order.get(runner.status, 3), runner.name))
+    runners = runner_list().prefetch_related(Prefetch("repositories", queryset=Repository.objects.order_by("name")))
+    return sorted(runners, key=lambda runner: (order.get(runner.status, 3), runner.name))
 
 
 def recent_runs(*, limit: int = RECENT_RUNS) -> QuerySet[Run]:

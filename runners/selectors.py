@@ -34,7 +34,7 @@ def run_list(*, status: str | None = None, task_id: int | None = None, runner_id
 
 
 def run_task_for_assignment(*, task_id: int) -> Task:
-    return Task.objects.select_related("repository").get(pk=task_id)
+    return Task.objects.select_related("repository__runner").get(pk=task_id)
 
 
 TYPE_LABEL_PREFIX = "type:"

@@ -1,44 +1,48 @@
-"""The live session page's websocket: an adapter from ``session.changed`` messages
-(sessions_app/live.py) to out-of-band HTML rendered by the partials the page itself uses."""
+"""The live session page's websocket: an adapter from a session's live messages
+(sessions_app/live.py, config/live.py) to out-of-band HTML rendered by the partials the page
+itself uses. Each frame starts with ``<!--live:N-->``, the message's number on the session's
+topic: the page (static/js/live.js) refetches what it shows when one is missing."""
 
-from asgiref.sync import async_to_sync
-from channels.generic.websocket import WebsocketConsumer
+from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 
+from config.live import LiveConsumer
 from config.pages import ENGINEERING, user_may
 from sessions_app.live import session_group
 from sessions_app.models import AgentSession
 from sessions_app.page_selectors import session_live_push
 
 
-class SessionConsumer(WebsocketConsumer):
-    group: str | None = None
+@database_sync_to_async
+def _may_follow(user, session_id: str) -> bool:
+    # Anonymous people, people outside the engineers, and unknown sessions never join a group.
+    if user is None or not user.is_authenticated or not user_may(user, ENGINEERING):
+        return False
+    return AgentSession.objects.filter(pk=session_id).exists()
 
-    def connect(self):
-        user = self.scope.get("user")
+
+def _render_sync(message: dict) -> str:
+    session_id = message["session_id"]
+    push = session_live_push(session_id=session_id, message=message)
+    html = render_to_string("sessions/_live_push.html", {"push": push, "session_id": session_id})
+    # Sent even when empty: the page counts every number.
+    return f"<!--live:{message['seq']}-->" + (html if html.strip() else "")
+
+
+# Not thread-sensitive: a render must not queue behind the HTTP views on the one shared thread.
+_render = database_sync_to_async(_render_sync, thread_sensitive=False)
+
+
+async def render(message: dict) -> str:
+    return await _render(message)
+
+
+class SessionConsumer(LiveConsumer):
+    hello = False  # the page carries its number (data-live-seq); a reconnect refetches
+    live_render = staticmethod(render)
+
+    async def live_topic(self) -> str | None:
         session_id = self.scope["url_route"]["kwargs"]["session_id"]
-        # Closing before accept refuses the handshake (HTTP 403): anonymous people, people
-        # outside the engineers, and unknown sessions never join a group.
-        if user is None or not user.is_authenticated or not user_may(user, ENGINEERING):
-            self.close()
-            return
-        if not AgentSession.objects.filter(pk=session_id).exists():
-            self.close()
-            return
-        self.session_id = session_id
-        self.group = session_group(session_id)
-        async_to_sync(self.channel_layer.group_add)(self.group, self.channel_name)
-        self.accept()
-
-    def disconnect(self, code):
-        if self.group is not None:
-            async_to_sync(self.channel_layer.group_discard)(self.group, self.channel_name)
-
-    def receive(self, text_data=None, bytes_data=None):
-        pass  # the page only listens; replies go through the CSRF-protected form
-
-    def session_changed(self, message: dict) -> None:
-        push = session_live_push(session_id=self.session_id, message=message)
-        html = render_to_string("sessions/_live_push.html", {"push": push, "session_id": self.session_id})
-        if html.strip():
-            self.send(text_data=html)
+        if not await _may_follow(self.scope.get("user"), session_id):
+            return None
+        return session_group(session_id)

@@ -14,31 +14,25 @@ from ledger.redaction import redact_text
 from sessions_app.actors import Actor
 from sessions_app.live import session_push
 from sessions_app.models import AgentSession, StreamEvent
-from sessions_app.services import _append_system_event, session_transition
+from sessions_app.permission_requests import PERMISSION_CHOICES, answers_wake, is_permission_question
+from sessions_app.selectors import session_question
+from sessions_app.services import append_system_event, session_transition
 
 ANSWER_MAX_CHARS = 20_000
 Status = AgentSession.Status
 
 
-def session_question(*, session: AgentSession) -> StreamEvent | None:
-    """The newest ``input_request`` event that asks rather than answers, if any."""
-    return (
-        StreamEvent.objects.filter(session=session, type=StreamEvent.Type.INPUT_REQUEST)
-        .exclude(payload__has_key="answer")
-        .order_by("-seq")
-        .first()
-    )
-
-
 @transaction.atomic
-def session_answer_input(*, actor: Actor, session: AgentSession, answer: str) -> StreamEvent:
+def session_answer_input(*, actor: Actor, session: AgentSession, answer: str, decision: str = "") -> StreamEvent:
     """Store a person's answer as an ``input_request`` event and move the session back to running.
 
+    A permission question (permission_requests.py) is answered with ``decision`` "allow" or "deny",
+    ``answer`` being an optional message; any other question with text.
     Locks the session row, so two people answering at once store one answer: the second finds
     the session running and gets a 409.
     """
     answer = (answer or "").strip()
-    if not answer:
+    if not answer and not decision:
         raise DomainError("Write an answer first: an empty answer is not sent.")
     if len(answer) > ANSWER_MAX_CHARS:
         raise DomainError(f"The answer is {len(answer)} characters; the limit is {ANSWER_MAX_CHARS}.")
@@ -52,15 +46,27 @@ def session_answer_input(*, actor: Actor, session: AgentSession, answer: str) ->
             code="conflict",
         )
     question = session_question(session=session)
-    event = _append_system_event(
-        session=session,
-        type=StreamEvent.Type.INPUT_REQUEST,
-        payload={
-            "answer": answer,
-            "in_reply_to": question.seq if question else None,
-            "answered_by": actor.user.get_username() if actor.user is not None else actor.label,
-        },
-    )
+    payload = {
+        "answer": answer,
+        "in_reply_to": question.seq if question else None,
+        "answered_by": actor.user.get_username() if actor.user is not None else actor.label,
+    }
+    payload.update(_decision(question, decision))
+    event = append_system_event(session=session, type=StreamEvent.Type.INPUT_REQUEST, payload=payload)
     session_push(session_id=session.pk, seqs=(event.seq, event.seq))
-    session_transition(actor=actor, session=session, status=Status.RUNNING, reason="answered by " + actor.label)
+    verb = {"allow": "allowed", "deny": "denied"}.get(payload.get("decision", ""), "answered")
+    session_transition(actor=actor, session=session, status=Status.RUNNING, reason=f"{verb} by {actor.label}")
+    # The agent's long poll (permission_requests.py) answers as soon as this is committed.
+    transaction.on_commit(answers_wake)
     return event
+
+
+def _decision(question: StreamEvent | None, decision: str) -> dict:
+    """The ``decision`` field of an answer: required for a permission question, refused otherwise."""
+    if not is_permission_question(question):
+        if decision:
+            raise DomainError("This question is answered with text, not with Allow or Deny.")
+        return {}
+    if decision not in PERMISSION_CHOICES:
+        raise DomainError("Choose Allow or Deny: the agent asks for permission.")
+    return {"decision": decision, "tool_name": question.payload.get("tool_name")}

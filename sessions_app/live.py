@@ -2,17 +2,16 @@
 
 Services call ``session_push`` once per write with what changed (a range of event seqs, tool
 call ids, whether the status moved). The message carries ids only, never ORM objects; it is
-sent after commit through ``config.side_effects.broadcast``, so a page never shows a change
-that was rolled back and the writer pays no database query for it. ``SessionConsumer`` loads
+published on the session's topic through the live-page mechanism (config/live.py): after
+commit, under the topic's next number, so a page never shows a change that was rolled back,
+spots one it missed, and the writer pays no database query for it. ``SessionConsumer`` loads
 and renders what the message names (``sessions_app/consumers.py``).
 """
 
 import hashlib
 from collections.abc import Sequence
 
-from config.side_effects import broadcast
-
-MESSAGE_TYPE = "session.changed"  # handled by SessionConsumer.session_changed
+from config.live import publish
 
 
 def session_group(session_id: str) -> str:
@@ -31,10 +30,9 @@ def session_push(
 ) -> None:
     """After commit, tell the session's open pages what changed: events ``seqs`` (first, last),
     tool calls new or finished, and whether the status (header, reply box) must be redrawn."""
-    broadcast(
+    publish(
         session_group(session_id),
         {
-            "type": MESSAGE_TYPE,
             "session_id": session_id,
             "seqs": list(seqs) if seqs else None,
             "tool_calls_created": list(tool_calls_created),

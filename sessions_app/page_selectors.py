@@ -8,10 +8,13 @@ from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
+from board.models import Task
 from config.api.errors import DomainError
+from ledger.metrics import AgentMetrics, agent_metrics, metrics_window
 from ledger.models import ToolInvocation
-from sessions_app.input_requests import session_question
-from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
+from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
+from sessions_app.selectors import session_question
+from workspaces.models import Artifact, Worktree
 
 PAGE_SIZE = 25
 DETAIL_EVENTS = 100  # the newest events a detail page opens with; the rest are in the events API
@@ -91,8 +94,6 @@ class SessionDetail:
 
 def session_detail_get(*, session_id: str) -> SessionDetail:
     """Everything the detail page shows; a fixed number of queries, each capped in rows."""
-    from workspaces.models import Artifact
-
     session = AgentSession.objects.select_related("agent", "workspace", "task", "parent").filter(pk=session_id).first()
     if session is None:
         raise DomainError(f"Session {session_id!r} not found.", code="not_found")
@@ -142,7 +143,7 @@ def _tool_call_counts(session_id: str) -> dict:
 
 
 def session_live_push(*, session_id: str, message: dict) -> LivePush:
-    """Load what a ``session.changed`` message names (sessions_app/live.py)."""
+    """Load what a session's live message names (sessions_app/live.py)."""
     push = LivePush()
     if message.get("seqs"):
         first, last = message["seqs"]
@@ -196,8 +197,6 @@ class AgentRow:
 
 def _agents_with_last_use() -> QuerySet[Agent]:
     """The agents by slug, each with the last use of any of its keys (in the same query)."""
-    from sessions_app.models import AgentApiKey
-
     last_use = AgentApiKey.objects.filter(agent=OuterRef("pk"), last_used_at__isnull=False).order_by("-last_used_at")
     return Agent.objects.annotate(key_last_used_at=Subquery(last_use.values("last_used_at")[:1])).order_by("slug")
 
@@ -208,10 +207,6 @@ CHART_WIDTH, CHART_HEIGHT = 168, 36
 def agent_overview(*, period: str):
     """Each agent with what it holds and its metrics over ``period``; six queries for any number
     of agents. Returns the metrics window and the rows."""
-    from board.models import Task
-    from ledger.metrics import AgentMetrics, agent_metrics, metrics_window
-    from workspaces.models import Worktree
-
     window = metrics_window(period=period)
     rows = {agent.pk: AgentRow(agent=agent) for agent in _agents_with_last_use()}
     for task in Task.objects.filter(status=Task.Status.IN_PROGRESS, assignee__isnull=False).only(

@@ -8,10 +8,12 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from board.models import Task
 from config.api.errors import DomainError
 from ledger.models import ToolInvocation
 from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
+from workspaces.models import Worktree
 
 RESUME_MILESTONES = 20
 
@@ -107,16 +109,15 @@ class ResumeState:
 
 
 def session_resume(*, session: AgentSession) -> ResumeState:
-    """What a restarted agent picks up. Worktree claims belong to the agent, not the session: the
-    ones listed are those whose lease has not expired (a lapsed one may already be someone else's)."""
-    from board.models import Task
-    from workspaces.models import Worktree
-
+    """What a restarted agent picks up. Open tool calls include its subagents' (child sessions and
+    theirs: a Claude Code subagent's calls are in a session of its own, see the hook). Worktree
+    claims belong to the agent, not the session: the ones listed are those whose lease has not
+    expired (a lapsed one may already be someone else's)."""
     checkpoint = Checkpoint.objects.filter(session=session).order_by("-seq").first()
+    # One query: the session, its children and grandchildren (subagents don't nest deeper).
+    tree = Q(session=session) | Q(session__parent=session) | Q(session__parent__parent=session)
     open_calls = list(
-        ToolInvocation.objects.filter(session=session, status=ToolInvocation.Status.RUNNING).order_by(
-            "started_at", "id"
-        )
+        ToolInvocation.objects.filter(tree, status=ToolInvocation.Status.RUNNING).order_by("started_at", "id")
     )
     milestones = list(Milestone.objects.filter(session=session).order_by("-created_at", "-id")[:RESUME_MILESTONES])
     milestones.reverse()
@@ -140,4 +141,14 @@ def session_resume(*, session: AgentSession) -> ResumeState:
         claimed_tasks=claimed,
         claimed_worktrees=worktrees,
         last_event_seq=session.last_event_seq,
+    )
+
+
+def session_question(*, session: AgentSession) -> StreamEvent | None:
+    """The newest ``input_request`` event that asks rather than answers, if any."""
+    return (
+        StreamEvent.objects.filter(session=session, type=StreamEvent.Type.INPUT_REQUEST)
+        .exclude(payload__has_key="answer")
+        .order_by("-seq")
+        .first()
     )

@@ -14,7 +14,9 @@ from config.api.errors import DomainError
 from config.idempotency import IncomingItem, ItemResult, resolve_replays
 from config.single_statement import single_statement_atomic
 from ledger.events import event_record
+from sessions_app import selectors
 from sessions_app.actors import Actor
+from sessions_app.event_sql import stream_event_insert_one, stream_events_insert_batch
 from sessions_app.live import session_push
 from sessions_app.liveness import agent_alive
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
@@ -194,7 +196,7 @@ def session_transition(
         session.ended_at = now
         update_fields.append("ended_at")
     session.save(update_fields=update_fields)
-    event = _append_system_event(
+    event = append_system_event(
         session=session, type=StreamEvent.Type.STATUS_CHANGE, payload={"from": previous, "to": status, "reason": reason}
     )
     session_push(session_id=session.pk, seqs=(event.seq, event.seq), status=True)
@@ -208,12 +210,18 @@ def session_transition(
         from board.services import task_claims_release_for_session
 
         task_claims_release_for_session(actor=actor, session=session)
+    change = {"from": previous, "to": status, "reason": reason[:500]}
+    if status == Status.WAITING_FOR_INPUT:
+        # Webhooks (a person's phone) say what is asked: the question, and the tool for a permission.
+        from sessions_app.permission_requests import waiting_question_summary
+
+        change.update(waiting_question_summary(session=session))
     event_record(
         name="session.ended" if session.ended_at else "session.status_changed",
         subject_type="session",
         subject_id=session.pk,
         actor=actor.label,
-        payload={"from": previous, "to": status, "reason": reason[:500]},
+        payload=change,
     )
     return session, True
 
@@ -256,7 +264,7 @@ def _allocate_seqs(*, session_pk: str, field: str, count: int) -> int:
     return row[0] - count + 1
 
 
-def _append_system_event(*, session: AgentSession, type: str, payload: dict) -> StreamEvent:
+def append_system_event(*, session: AgentSession, type: str, payload: dict) -> StreamEvent:
     seq = _allocate_seqs(session_pk=session.pk, field="last_event_seq", count=1)
     return StreamEvent.objects.create(session=session, seq=seq, type=type, payload=payload, timestamp=timezone.now())
 
@@ -299,8 +307,27 @@ def session_records_write(
     raise AssertionError("unreachable")
 
 
-def stream_events_append(*, session: AgentSession, items: list[IncomingItem]) -> list[ItemResult]:
-    """Append events with increasing per-session seq numbers, in the order given."""
+def stream_events_append(
+    *, actor: Actor, session_id: str, items: list[IncomingItem], session: AgentSession | None = None
+) -> list[ItemResult]:
+    """Append valid events to the session, with increasing per-session seq numbers, in the order given.
+
+    On PostgreSQL new events are first offered to one statement (sessions_app/event_sql.py): one
+    event without a client id, or a batch. When it writes nothing (not PostgreSQL, not an agent,
+    a session it does not take them for, a client id already stored) the general path looks the
+    session up (404, 403) and writes through the ORM (stream_events_write: replays, 409). A caller
+    that has looked the session up already passes it: the general path, without a second lookup.
+    """
+    if session is None:
+        stored = _stream_events_one_statement(actor=actor, session_id=session_id, items=items)
+        if stored is not None:
+            return stored
+        session = selectors.session_get_for_append(actor=actor, session_id=session_id)
+    return stream_events_write(session=session, items=items)
+
+
+def stream_events_write(*, session: AgentSession, items: list[IncomingItem]) -> list[ItemResult]:
+    """The general path: append events in a transaction, replays answered by client id."""
 
     def create(fresh: list[IncomingItem]) -> list[StreamEvent]:
         first = _allocate_seqs(session_pk=session.pk, field="last_event_seq", count=len(fresh))
@@ -324,42 +351,39 @@ def stream_events_append(*, session: AgentSession, items: list[IncomingItem]) ->
     return session_records_write(model=StreamEvent, session=session, items=items, create_rows=create)
 
 
-def stream_event_append_one(*, actor: Actor, session_id: str, item: IncomingItem) -> ItemResult | None:
-    """Store one event that has no client id in one statement, or return None.
-
-    The single-event POST is the busiest write of the API. On PostgreSQL the session's next seq is
-    taken and the row inserted by one UPDATE ... RETURNING feeding an INSERT: one round trip and
-    no transaction around it, where the general path costs a lookup, BEGIN, UPDATE, INSERT and
-    COMMIT. The UPDATE only matches a session of this agent that still takes records; when it
-    matches nothing (missing, another agent's, finished, or not an agent's key) nothing is written
-    and the caller takes the general path, which says which (404, 403, 409).
-    """
+def _stream_events_one_statement(
+    *, actor: Actor, session_id: str, items: list[IncomingItem]
+) -> list[ItemResult] | None:
+    """The events stored by one of event_sql's statements, or None having written nothing."""
     db = transaction.get_connection()  # once: each use of the `connection` proxy looks it up again
-    if db.vendor != "postgresql" or actor.agent is None or item.client_id is not None:
+    if db.vendor != "postgresql" or actor.agent is None or not items:
         return None
     if actor.bound_session_id not in (None, session_id):
         # A session-bound key on any other session (a child, or one it may not touch): the general
         # path decides, through the selectors' one rule (Actor.may_touch_session).
         return None
-    sessions = db.ops.quote_name(AgentSession._meta.db_table)
-    events = db.ops.quote_name(StreamEvent._meta.db_table)
-    terminal = sorted(AgentSession.TERMINAL)
+    if len(items) == 1 and items[0].client_id is None:
+        return _stream_event_append_one(db, agent=actor.agent, session_id=session_id, item=items[0])
+    client_ids = [item.client_id for item in items if item.client_id is not None]
+    if len(set(client_ids)) != len(client_ids):
+        return None  # the general path answers a repeated id with the first one's row
+    return _stream_events_append_batch(db, agent=actor.agent, session_id=session_id, items=items)
+
+
+def _stream_event_append_one(db, *, agent: Agent, session_id: str, item: IncomingItem) -> list[ItemResult] | None:
     now = timezone.now()
-    payload = StreamEvent._meta.get_field("payload").get_db_prep_save(item.data.get("payload") or {}, db)
+    payload = item.data.get("payload") or {}
     timestamp = item.data.get("timestamp") or now
-    sql = (
-        f"WITH s AS (UPDATE {sessions} SET last_event_seq = last_event_seq + 1 "
-        f"WHERE id = %s AND agent_id = %s AND status NOT IN ({', '.join(['%s'] * len(terminal))}) "
-        "RETURNING last_event_seq) "
-        f"INSERT INTO {events} (session_id, seq, type, payload, timestamp, created_at, client_id, body_sha256) "
-        "SELECT %s, s.last_event_seq, %s, %s, %s, %s, NULL, %s FROM s RETURNING id, seq"
+    row = stream_event_insert_one(
+        db,
+        session_id=session_id,
+        agent_id=agent.pk,
+        type=item.data["type"],
+        payload=payload,
+        timestamp=timestamp,
+        now=now,
+        sha=item.body_sha256,
     )
-    adapt = db.ops.adapt_datetimefield_value
-    params = [session_id, actor.agent.pk, *terminal]
-    params += [session_id, item.data["type"], payload, adapt(timestamp), adapt(now), item.body_sha256]
-    with db.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
     if row is None:
         return None
     event = StreamEvent(
@@ -367,7 +391,7 @@ def stream_event_append_one(*, actor: Actor, session_id: str, item: IncomingItem
         session_id=session_id,
         seq=row[1],
         type=item.data["type"],
-        payload=item.data.get("payload") or {},
+        payload=payload,
         timestamp=timestamp,
         created_at=now,
         client_id=None,
@@ -375,7 +399,7 @@ def stream_event_append_one(*, actor: Actor, session_id: str, item: IncomingItem
     )
     event._state.adding = False
     session_push(session_id=session_id, seqs=(event.seq, event.seq))  # autocommit: already committed
-    return ItemResult(index=item.index, status=201, obj=event)
+    return [ItemResult(index=item.index, status=201, obj=event)]
 
 
 class StoredEvent:
@@ -389,50 +413,27 @@ class StoredEvent:
         self.timestamp, self.created_at = timestamp, created_at
 
 
-def stream_events_append_new(*, actor: Actor, session_id: str, items: list[IncomingItem]) -> list[ItemResult] | None:
-    """Store a batch of new events in one statement, or return None having written nothing.
-
-    On PostgreSQL the session's seq UPDATE feeds an INSERT ... SELECT FROM unnest(...): one round
-    trip for the whole batch, no lookup, no BEGIN/COMMIT, no model instances. Like the single event
-    (stream_event_append_one) the UPDATE only matches an open session of this agent. Items must be
-    valid, and a client id may appear once in ``items``. A client id already stored makes the
-    statement fail the unique constraint and roll back whole (the UPDATE with it); None then sends
-    the caller to the general path, which answers replays (200), conflicts (409) and refusals.
-    """
-    if connection.vendor != "postgresql" or actor.agent is None or not items:
-        return None
-    if actor.bound_session_id not in (None, session_id):
-        # A session-bound key on any other session (a child, or one it may not touch): the general
-        # path decides, through the selectors' one rule (Actor.may_touch_session).
-        return None
-    sessions = connection.ops.quote_name(AgentSession._meta.db_table)
-    events = connection.ops.quote_name(StreamEvent._meta.db_table)
-    terminal = sorted(AgentSession.TERMINAL)
+def _stream_events_append_batch(
+    db, *, agent: Agent, session_id: str, items: list[IncomingItem]
+) -> list[ItemResult] | None:
+    """A batch of new events, client ids distinct within it. A client id already stored makes the
+    statement roll back whole: None, and the general path answers replays (200) and conflicts (409)."""
     now = timezone.now()
     payloads = [item.data.get("payload") or {} for item in items]
     timestamps = [item.data.get("timestamp") or now for item in items]
-    sql = (
-        f"WITH s AS (UPDATE {sessions} SET last_event_seq = last_event_seq + %s "
-        f"WHERE id = %s AND agent_id = %s AND status NOT IN ({', '.join(['%s'] * len(terminal))}) "
-        "RETURNING last_event_seq - %s AS base), "
-        f"ins AS (INSERT INTO {events} (session_id, seq, type, payload, timestamp, created_at, client_id, body_sha256) "
-        "SELECT %s, s.base + i.n, i.type, i.payload::jsonb, i.ts, %s, i.cid, i.sha FROM s, "
-        "unnest(%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::text[]) "
-        "WITH ORDINALITY AS i(type, payload, ts, cid, sha, n) RETURNING 1) "
-        "SELECT s.base, (SELECT count(*) FROM ins) FROM s"
-    )
-    params = [len(items), session_id, actor.agent.pk, *terminal, len(items), session_id, now]
-    params += [
-        [item.data["type"] for item in items],
-        [json.dumps(payload, ensure_ascii=False) for payload in payloads],
-        timestamps,
-        [item.client_id for item in items],
-        [item.body_sha256 for item in items],
-    ]
     try:
-        with single_statement_atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
+        with single_statement_atomic():
+            row = stream_events_insert_batch(
+                db,
+                session_id=session_id,
+                agent_id=agent.pk,
+                types=[item.data["type"] for item in items],
+                payloads=payloads,
+                timestamps=timestamps,
+                client_ids=[item.client_id for item in items],
+                shas=[item.body_sha256 for item in items],
+                now=now,
+            )
     except IntegrityError:
         return None  # a client id already stored: a replay or a conflict
     if row is None:
@@ -489,7 +490,7 @@ def milestone_record(*, actor: Actor, session: AgentSession, item: IncomingItem)
         milestone = Milestone.objects.create(
             session=session, text=text, client_id=item.client_id, body_sha256=item.body_sha256
         )
-        event = _append_system_event(
+        event = append_system_event(
             session=session, type=StreamEvent.Type.MILESTONE, payload={"text": text, "milestone": milestone.pk}
         )
         session_push(session_id=session.pk, seqs=(event.seq, event.seq))

@@ -21,6 +21,8 @@ from workspaces.restore import workspace_restore_request
 from workspaces.worktree_claims import worktree_release
 from workspaces.worktree_sync import worktree_config_sync
 from workspaces.worktrees import (
+    host_label,
+    refuse_on_runner,
     repository_default_name,
     repository_path_check,
     repository_register,
@@ -173,16 +175,24 @@ class RepositoryForm(forms.ModelForm):
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
     form = RepositoryForm
-    list_display = ("name", "path", "default_branch", "worktree_count", "created_at")
-    search_fields = ("name", "path")
+    list_display = ("name", "host", "path", "default_branch", "worktree_count", "created_at")
+    list_filter = (("runner", admin.RelatedOnlyFieldListFilter),)
+    search_fields = ("name", "path", "runner__name")
     ordering = ("name",)
 
     def get_readonly_fields(self, request, obj=None):
         # A registered clone keeps its path and name: worktrees and sync links are made from them.
-        return ("created_at", "updated_at") if obj is None else ("path", "name", "created_at", "updated_at")
+        # A runner's clone is registered by its runner, never here.
+        if obj is None:
+            return ("runner", "created_at", "updated_at")
+        return ("path", "name", "runner", "created_at", "updated_at")
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(worktree_total=Count("worktrees"))
+        return super().get_queryset(request).select_related("runner").annotate(worktree_total=Count("worktrees"))
+
+    @admin.display(description="host", ordering="runner__name")
+    def host(self, obj):
+        return host_label(obj)
 
     @admin.display(description="worktrees", ordering="worktree_total")
     def worktree_count(self, obj):
@@ -281,11 +291,12 @@ class WorktreeAdmin(admin.ModelAdmin):
 
     def _config_links(self, request, queryset, *, repair: bool):
         actor = Actor(user=request.user)
-        for worktree in queryset.select_related("repository").filter(status=Worktree.Status.ACTIVE):
+        for worktree in queryset.select_related("repository__runner").filter(status=Worktree.Status.ACTIVE):
             try:
                 if repair:
                     report = worktree_config_sync_for_actor(actor=actor, worktree=worktree, repair=True)
                 else:
+                    refuse_on_runner(worktree.repository, doing="check the config links")
                     report = worktree_config_sync(worktree=worktree, repair=False)
             except DomainError as exc:
                 messages.warning(request, f"{worktree}: {exc.message}")

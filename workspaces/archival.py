@@ -149,9 +149,8 @@ def workspace_archive_request(*, actor: Actor, workspace: Workspace) -> None:
     reason = archive_refusal(workspace=workspace)
     if reason is not None:
         raise DomainError(reason, code="conflict")
-    from workspaces.archive_tasks import workspace_archive_task  # the task module imports this one
-
-    enqueue_task(workspace_archive_task, workspace.pk, actor_label=actor.label)
+    # By name: the task module imports this one, never the other way round.
+    enqueue_task("workspaces.archive_tasks.workspace_archive_task", workspace.pk, actor_label=actor.label)
 
 
 # --- Archive ----------------------------------------------------------------------------------

@@ -103,16 +103,38 @@ class ArtifactVersion(models.Model):
 
 
 class Repository(TimeStampedModel):
+    """A git clone on one host: the server's machine, or a runner's (SPEC §8), whose worktrees that
+    runner creates and whose status it reports; the server runs no git on a runner's clone."""
+
     name = models.SlugField(max_length=100, unique=True)
-    path = models.CharField(max_length=4096, unique=True, help_text="Canonical real path of the local clone.")
+    path = models.CharField(max_length=4096, help_text="Canonical real path of the clone on its host.")
     default_branch = models.CharField(max_length=255, default="main")
     sync_dir = models.CharField(
         max_length=4096, blank=True, help_text="Shared configuration linked into every worktree."
+    )
+    runner = models.ForeignKey(
+        "runners.Runner",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="repositories",
+        help_text="The runner whose machine holds the clone; empty when it is on the server's.",
     )
 
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "repositories"
+        constraints = [
+            # One folder, one row, per host: two machines may hold clones at the same path.
+            models.UniqueConstraint(
+                fields=["path"], condition=models.Q(runner__isnull=True), name="repository_server_path_unique"
+            ),
+            models.UniqueConstraint(fields=["runner", "path"], name="repository_runner_path_unique"),
+        ]
+
+    @property
+    def on_runner(self) -> bool:
+        return self.runner_id is not None
 
     def __str__(self) -> str:
         return self.name
@@ -139,6 +161,10 @@ class Worktree(TimeStampedModel):
     workspace = models.OneToOneField(
         Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="worktree"
     )
+    # A runner-hosted repository's worktree: what its runner last said about the folder
+    # (commits ahead, changes, recent files), and when. The server cannot look itself.
+    reported = models.JSONField(null=True, blank=True)
+    reported_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["repository", "type", "name"]

@@ -88,9 +88,8 @@ def workspace_restore_request(*, actor: Actor, workspace_id: int) -> tuple[Works
         return workspace, False
     if not workspace.archive_location or not workspace.archive_manifest_sha256:
         raise DomainError(f"Workspace {workspace_id} has no recorded archive to restore from.", code="conflict")
-    from workspaces.archive_tasks import workspace_restore_task  # the task module imports this one
-
-    enqueue_task(workspace_restore_task, workspace.pk, actor_label=actor.label)
+    # By name: the task module imports this one, never the other way round.
+    enqueue_task("workspaces.archive_tasks.workspace_restore_task", workspace.pk, actor_label=actor.label)
     return workspace, True
 
 

@@ -16,7 +16,6 @@ staff, SQLite) is decided under the row lock. The answer is rendered from the ro
 instead of being read again.
 """
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -26,8 +25,7 @@ from django.utils import timezone
 
 from config.api.errors import DomainError
 from config.single_statement import single_statement_commits
-from ledger.events import event_dispatch
-from ledger.models import Event
+from ledger.events import event_dispatch, event_fields, event_insert_sql
 from sessions_app.actors import Actor
 from sessions_app.models import Agent
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
@@ -210,12 +208,18 @@ def _change_unlocked(
     db = transaction.get_connection()
     stamp = db.ops.adapt_datetimefield_value
     params = [stamp(v) if isinstance(v, datetime) else v for v in set_params]
-    now = stamp(timezone.now())
-    body = json.dumps(event_payload(worktree, **payload))
+    # The event is what event() records, its insert the ledger's own.
+    fields = event_fields(
+        name=event_name,
+        subject_type="worktree",
+        subject_id=worktree.pk,
+        actor=actor.label,
+        payload=event_payload(worktree, **payload),
+    )
     with db.cursor() as cursor:
         cursor.execute(
-            _CHANGE_UNLOCKED_SQL.format(set=set_sql),
-            [*params, worktree.pk, worktree.row_version, event_name, actor.label, body, now],
+            _CHANGE_UNLOCKED_SQL.format(set=set_sql) + _EVENT_INSERT.sql,
+            [*params, worktree.pk, worktree.row_version, *_EVENT_INSERT.params(db, fields)],
         )
         changed = cursor.fetchone()
     if changed is None:
@@ -224,13 +228,12 @@ def _change_unlocked(
     return True
 
 
-# The event is what event() records: the same columns and payload.
 _CHANGE_UNLOCKED_SQL = f"""
 WITH changed AS (
   UPDATE {Worktree._meta.db_table} SET {{set}} WHERE id = %s AND xmin = %s::xid RETURNING id
 )
-INSERT INTO {Event._meta.db_table} (name, subject_type, subject_id, actor, payload, created_at)
-SELECT %s, 'worktree', id::text, %s, %s::jsonb, %s FROM changed RETURNING id"""
+"""
+_EVENT_INSERT = event_insert_sql(source="changed")  # one event if the UPDATE changed the row
 
 
 def _take(*, actor: Actor, agent: Agent, worktree: Worktree, now: datetime) -> bool:

@@ -4,11 +4,12 @@ from django.db.models import Count, Q, QuerySet
 
 from config.api.errors import DomainError
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
+from workspaces.worktree_status import worktree_statuses
 
 
 def repository_list() -> QuerySet[Repository]:
     active = Count("worktrees", filter=Q(worktrees__status=Worktree.Status.ACTIVE))
-    return Repository.objects.annotate(active_worktrees=active).order_by("name", "id")
+    return Repository.objects.select_related("runner").annotate(active_worktrees=active).order_by("name", "id")
 
 
 def repository_get(*, repository_id: int) -> Repository:
@@ -47,7 +48,7 @@ def repository_get_by_name(*, name: str) -> Repository:
 
 def worktree_get(*, worktree_id: int) -> Worktree:
     """Any agent may read a worktree (the monitor page shows them all); writes check the holder."""
-    worktree = Worktree.objects.select_related("repository", "holder").filter(pk=worktree_id).first()
+    worktree = Worktree.objects.select_related("repository__runner", "holder").filter(pk=worktree_id).first()
     if worktree is None:
         raise DomainError(f"Worktree {worktree_id} not found.", code="not_found")
     return worktree
@@ -56,12 +57,10 @@ def worktree_get(*, worktree_id: int) -> Worktree:
 def worktree_monitor_list() -> list:
     """Active worktrees with their status, in one query and git asked for each worktree, a few at a
     time (``worktree_status``: three git processes and a walk of the folder each)."""
-    from workspaces.worktree_status import worktree_statuses
-
     waiting = Count("queue", filter=Q(queue__status=WorktreeClaimRequest.Status.WAITING))
     worktrees = list(
         Worktree.objects.filter(status=Worktree.Status.ACTIVE)
-        .select_related("repository", "holder")
+        .select_related("repository__runner", "holder")
         .annotate(waiting=waiting)
         .order_by("repository__name", "type", "name")
     )

@@ -35,6 +35,8 @@ class WorktreeStatus:
     lease_expires_at: datetime | None = None
     lease_valid: bool = False
     waiting: int = 0
+    host: str = "server"  # where the folder is: the server's machine or a runner's
+    reported_at: datetime | None = None  # a runner's worktree: when its runner last said how it is
 
 
 # Git processes and folder walks mostly wait (the GIL is released): a few at once finish a
@@ -73,12 +75,36 @@ def worktree_status(*, worktree: Worktree, waiting: int | None = None) -> Worktr
         lease_valid=bool(worktree.holder_id and worktree.lease_expires_at and worktree.lease_expires_at >= now),
         waiting=waiting,
     )
+    if worktree.repository.runner_id is not None:
+        return _as_reported(worktree, status, now=now)
     if not status.present:
         return status
     status.commits_ahead = git.git_commits_ahead(worktree.real_path, status.base)
     status.changes = worktree_changes(worktree=worktree)
     status.uncommitted = len(status.changes)
     status.recent_files = recent_files(root=worktree.real_path)
+    return status
+
+
+def _as_reported(worktree: Worktree, status: WorktreeStatus, *, now: datetime) -> WorktreeStatus:
+    """A runner-hosted worktree, as its runner last reported it: the server cannot look."""
+    reported = worktree.reported or {}
+    status.host = worktree.repository.runner.name
+    status.reported_at = worktree.reported_at
+    status.present = worktree.status == Worktree.Status.ACTIVE and bool(reported.get("present"))
+    if not status.present:
+        return status
+    since = int((now - worktree.reported_at).total_seconds()) if worktree.reported_at else 0
+    status.commits_ahead = reported.get("commits_ahead")
+    status.changes = [
+        git.StatusEntry(code=str(item.get("code", "")), path=str(item.get("path", "")))
+        for item in reported.get("changes", [])
+    ]
+    status.uncommitted = int(reported.get("uncommitted") or 0)
+    status.recent_files = [
+        RecentFile(path=str(item.get("path", "")), age_seconds=int(item.get("age_seconds") or 0) + since)
+        for item in reported.get("recent_files", [])
+    ]
     return status
 
 

@@ -37,6 +37,7 @@ KNOWN_TYPES = ("feat", "fix", "review", "trunk", "chore", "docs", "exp")
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 TYPE_MAX_LENGTH = 32  # the width of Worktree.type
 NAME_MAX_LENGTH = 64
+REMOVE_FORCE = "remove_force"  # in ``Worktree.reported``: a forced removal its runner still has to do
 
 
 # --- Repositories ---------------------------------------------------------------------------
@@ -76,10 +77,10 @@ def repository_register(
         git.ref_check(default_branch)
     if sync_dir is not None:
         sync_dir = _sync_dir_check(sync_dir)
-    existing = Repository.objects.filter(path=real).first()
+    existing = Repository.objects.filter(path=real, runner__isnull=True).first()
     if existing is not None:
         return _repository_update(existing, name=name, default_branch=default_branch, sync_dir=sync_dir), False
-    name = _slug_check(name, field="name", max_length=100) if name else repository_default_name(real_path=real)
+    name = slug_check(name, field="name", max_length=100) if name else repository_default_name(real_path=real)
     sync_dir = sync_dir or os.path.join(os.path.dirname(real), "sync", name)
     try:
         with transaction.atomic():
@@ -90,7 +91,7 @@ def repository_register(
                 sync_dir=sync_dir,
             )
     except IntegrityError:
-        repository = Repository.objects.filter(path=real).first()
+        repository = Repository.objects.filter(path=real, runner__isnull=True).first()
         if repository is None:
             raise DomainError(f"The name {name!r} is taken by another repository.", code="conflict") from None
         return repository, False
@@ -124,7 +125,7 @@ def _repository_update(repository: Repository, *, name, default_branch, sync_dir
 # --- Creating worktrees ---------------------------------------------------------------------
 
 
-def _slug_check(value: object, *, field: str, max_length: int) -> str:
+def slug_check(value: object, *, field: str, max_length: int) -> str:
     if not isinstance(value, str) or not _SLUG.fullmatch(value) or len(value) > max_length:
         raise DomainError(
             f"{field} must be 1-{max_length} lowercase letters, digits and '-', starting with a letter or digit.",
@@ -176,8 +177,8 @@ def worktree_create(
     """
     if actor.agent is None and not actor.is_staff:
         raise DomainError("Only agents and staff create worktrees.", code="forbidden")
-    type = _slug_check(type, field="type", max_length=TYPE_MAX_LENGTH)
-    name = _slug_check(name, field="name", max_length=NAME_MAX_LENGTH)
+    type = slug_check(type, field="type", max_length=TYPE_MAX_LENGTH)
+    name = slug_check(name, field="name", max_length=NAME_MAX_LENGTH)
     if ref is not None and pr_number is not None:
         raise DomainError("Give a ref or a pr_number, not both.")
     if ref is not None:
@@ -186,6 +187,7 @@ def worktree_create(
         raise DomainError("pr_number must be a positive integer.")
     if type == "review" and ref is None and pr_number is None:
         raise DomainError("A review worktree needs the ref or the pr_number to check out.")
+    refuse_on_runner(repository, doing="make a worktree")
     folder = f"{type}-{name}"
     real = worktree_folder_path(repository=repository, folder=folder)
     existing = _worktree_existing(repository=repository, type=type, name=name, real_path=real)
@@ -379,6 +381,7 @@ def worktree_config_sync_for_actor(*, actor: Actor, worktree: Worktree, repair: 
     check_may_change(actor=actor, worktree=worktree, now=timezone.now(), verb="sync the config links of")
     if worktree.status != Worktree.Status.ACTIVE:
         raise DomainError(f"Worktree {worktree.pk} is {worktree.status}.", code="conflict")
+    refuse_on_runner(worktree.repository, doing="link the sync folder's files")
     report = worktree_config_sync(worktree=worktree, repair=repair)
     if report.repaired:
         event("worktree.config_synced", worktree, actor, repaired=report.repaired, blocked=len(report.blocked))
@@ -404,6 +407,42 @@ def _is_sync_link(worktree: Worktree, entry: git.StatusEntry, links: dict[str, s
         return False
 
 
+# --- Repositories on a runner's machine (the rest is in runner_hosted) ---------------------------
+
+
+def worktree_remove_on_runner(*, worktree: Worktree, force: bool) -> None:
+    """Before a runner-hosted worktree is marked removed: refuse (409) while its last report shows
+    uncommitted changes unless ``force``; a forced removal is noted for the runner to do."""
+    reported = worktree.reported or {}
+    changes = int(reported.get("uncommitted") or 0)
+    if changes and not force:
+        shown = ", ".join(str(c.get("path")) for c in reported.get("changes", [])[:5])
+        raise DomainError(
+            f"Worktree {worktree.pk} has {changes} uncommitted change(s) ({shown}), by its runner's last report; "
+            "commit them, or remove with force=true to lose them.",
+            code="conflict",
+            extra={"uncommitted": changes},
+        )
+    if force:
+        Worktree.objects.filter(pk=worktree.pk).update(reported={**reported, REMOVE_FORCE: True})
+
+
+def host_label(repository: Repository) -> str:
+    """Where the clone is, for pages: ``server`` or the runner's name."""
+    return repository.runner.name if repository.runner_id else "server"
+
+
+def refuse_on_runner(repository: Repository, *, doing: str) -> None:
+    """409 for what only the host of the clone can do."""
+    if repository.runner_id is None:
+        return
+    raise DomainError(
+        f"{repository.name} lives on runner {repository.runner.name} (at {repository.path}); "
+        f"the server cannot {doing} there: its runner makes and reports its worktrees.",
+        code="conflict",
+    )
+
+
 def worktree_remove(*, actor: Actor, worktree: Worktree, force: bool = False) -> tuple[Worktree, bool]:
     """``git worktree remove`` the folder, end its claim and queue, and mark it removed (True if removed now).
 
@@ -414,6 +453,9 @@ def worktree_remove(*, actor: Actor, worktree: Worktree, force: bool = False) ->
     if worktree.status == Worktree.Status.REMOVED:
         return worktree, False  # a retry: the holder's claim ended with the first call
     check_may_change(actor=actor, worktree=worktree, now=timezone.now(), verb="remove")
+    if worktree.repository.runner_id is not None:
+        worktree_remove_on_runner(worktree=worktree, force=force)
+        return _worktree_mark_removed(actor=actor, worktree=worktree, force=force), True
     clone = worktree.repository.path
     known = git.git_worktree_branches(clone)
     if worktree.real_path == clone or clone.startswith(worktree.real_path.rstrip("/") + "/"):

@@ -70,7 +70,7 @@ from board.sync.writes import (
     synced_files_upsert,
 )
 from config.api.errors import DomainError
-from config.side_effects import after_commit
+from config.side_effects import after_commit, registered_task
 from ledger.events import event_record
 
 BATCH_FILES = 500
@@ -207,12 +207,14 @@ def state_sync(*, session_key: str | None = None, force: bool = False, progress:
     return report
 
 
+STATE_SYNC_TASK = "board.tasks.state_sync_task"
+
+
 def state_sync_queue(*, session_key: str | None = None) -> str:
     """Queue ``state_sync_task`` once the caller's transaction commits; the Celery task id."""
-    from board.tasks import state_sync_task
-
     task_id = str(uuid.uuid4())
-    after_commit(lambda: state_sync_task.apply_async(args=[session_key], task_id=task_id))
+    # By name: board.tasks imports this module, never the other way round.
+    after_commit(lambda: registered_task(STATE_SYNC_TASK).apply_async(args=[session_key], task_id=task_id))
     return task_id
 
 

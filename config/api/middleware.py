@@ -80,7 +80,7 @@ def slash_hint(request) -> str | None:
 
 
 class ApiJsonErrorsMiddleware:
-    # Sync only, like every middleware of the chain (see config.middleware.SyncChainMiddleware).
+    # Sync only: config/speed/asgi_handler.py builds the whole chain in sync mode, in one thread hop.
     sync_capable = True
     async_capable = False
 

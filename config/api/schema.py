@@ -5,6 +5,7 @@ from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 
 from config.api.errors import LEASE_LOST
+from config.api.schema_constraints import BATCH_COMPONENTS, add_field_constraints
 
 READ_ERRORS = ("400", "401", "403", "404", "429")
 WRITE_ERRORS = ("400", "401", "403", "404", "409", "413", "415", "429")
@@ -52,8 +53,6 @@ class SwitchyardAutoSchema(AutoSchema):
         return super()._map_basic_serializer(serializer, direction)
 
     def _insert_field_validators(self, field, schema):
-        from config.api.schema_constraints import add_field_constraints
-
         super()._insert_field_validators(field, schema)
         add_field_constraints(field, schema, getattr(self, "_direction", "response"))
 
@@ -77,8 +76,6 @@ def refuse_unknown_request_properties(result, generator, request, public):
 def one_or_batch(serializer_class: type[serializers.Serializer], name: str):
     """The request body of a batch endpoint: one object, or a list of at most 1,000."""
     from drf_spectacular.utils import PolymorphicProxySerializer
-
-    from config.api.schema_constraints import BATCH_COMPONENTS
 
     BATCH_COMPONENTS.add(f"{name}Request")
 

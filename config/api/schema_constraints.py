@@ -19,6 +19,8 @@ rule the code applies is documented here rather than loosened in the code:
 from django.conf import settings
 from rest_framework import serializers
 
+from config.api.fields import StrictSerializer
+
 # Anything but NUL: the JSON parser (config/api/parsers.py) refuses it in every string and key,
 # Django in query strings, PostgreSQL in text.
 NO_NUL = r"^[^\x00]*$"
@@ -78,8 +80,6 @@ BATCH_COMPONENTS: set[str] = set()
 
 
 def _input_serializers(cls=None):
-    from config.api.fields import StrictSerializer
-
     for sub in (cls or StrictSerializer).__subclasses__():
         yield sub
         yield from _input_serializers(sub)

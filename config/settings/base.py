@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "workspaces",
     "board",
     "runners",
+    "usage",
 ]
 
 MIDDLEWARE = [
@@ -64,7 +65,6 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Turns a refused login into the lockout page; below every other one, as axes asks.
     "axes.middleware.AxesMiddleware",
-    "config.middleware.SyncChainMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

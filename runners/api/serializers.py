@@ -7,6 +7,7 @@ from config.api.parsers import INT64_MAX
 from config.api.redacted_fields import RedactedCharField
 from runners.models import Run, Runner
 from sessions_app.api.views import ResumeOutput
+from workspaces.models import Repository
 
 PROVIDER_PATTERN = r"^[A-Za-z0-9._-]{1,64}\Z"
 
@@ -104,6 +105,29 @@ class HeldRunReport(StrictSerializer):
     alive = serializers.BooleanField(required=False)
 
 
+class ChangeReport(StrictSerializer):
+    code = serializers.CharField(
+        max_length=2, trim_whitespace=False, help_text='Porcelain status letters, e.g. " M", "??".'
+    )
+    path = serializers.CharField(max_length=4096, trim_whitespace=False)
+
+
+class RecentFileReport(StrictSerializer):
+    path = serializers.CharField(max_length=4096, trim_whitespace=False)
+    age_seconds = serializers.IntegerField(min_value=0, max_value=INT32_MAX)
+
+
+class WorktreeReport(StrictSerializer):
+    """One worktree folder beside one of this runner's clones, as git sees it on the runner's machine."""
+
+    path = serializers.CharField(max_length=4096, trim_whitespace=False)
+    head = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    commits_ahead = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT32_MAX)
+    uncommitted = serializers.IntegerField(required=False, default=0, min_value=0, max_value=INT32_MAX)
+    changes = ChangeReport(many=True, required=False, max_length=200)
+    recent_files = RecentFileReport(many=True, required=False, max_length=20)
+
+
 class HeartbeatInput(StrictSerializer):
     """Every field is optional; what is sent replaces the runner's."""
 
@@ -121,6 +145,13 @@ class HeartbeatInput(StrictSerializer):
     version = serializers.CharField(required=False, allow_blank=True, max_length=64)
     draining = serializers.BooleanField(required=False, help_text="Finish the runs held; take no new ones.")
     runs = HeldRunReport(many=True, required=False, help_text="The runs the runner believes it holds.")
+    worktrees = WorktreeReport(
+        many=True,
+        required=False,
+        max_length=1000,
+        help_text="Every worktree folder beside the clones this runner holds (sent now and then, not every beat); "
+        "the active ones it leaves out are shown as missing.",
+    )
 
 
 class HeldRunOutput(serializers.Serializer):
@@ -132,6 +163,34 @@ class HeldRunOutput(serializers.Serializer):
     provider = serializers.CharField()
 
 
+class RemovalOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    path = serializers.CharField()
+    force = serializers.BooleanField(help_text="Removed with force: uncommitted changes go too.")
+
+
+class RunnerRepositoryInput(StrictSerializer):
+    name = serializers.CharField(max_length=100, help_text="A slug, unique across Switchyard.")
+    path = serializers.CharField(
+        max_length=4096, trim_whitespace=False, help_text="The clone's absolute real path on the runner's machine."
+    )
+    default_branch = serializers.CharField(max_length=255, required=False, default="main")
+
+
+class RunnerRepositoryOutput(serializers.ModelSerializer):
+    runner = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Repository
+        fields = ["id", "name", "path", "default_branch", "sync_dir", "runner", "created_at"]
+
+
+class RunnerWorktreeInput(StrictSerializer):
+    repository = serializers.IntegerField(min_value=1, max_value=INT64_MAX, help_text="One of this runner's clones.")
+    type = serializers.CharField(max_length=32, help_text="A slug; folder and branch are `<type>-<name>`.")
+    name = serializers.CharField(max_length=64, help_text="A slug, e.g. the task's id.")
+
+
 class HeartbeatOutput(serializers.Serializer):
     runner = RunnerOutput()
     lease_seconds = serializers.IntegerField()
@@ -140,6 +199,9 @@ class HeartbeatOutput(serializers.Serializer):
     cancel = serializers.ListField(child=serializers.IntegerField(), help_text="Held runs to stop.")
     dropped = serializers.ListField(
         child=serializers.IntegerField(), help_text="Runs reported that it no longer holds (ended, or another attempt)."
+    )
+    remove_worktrees = RemovalOutput(
+        many=True, help_text="Worktrees it reported that were removed here: it removes their folders."
     )
 
 
@@ -161,8 +223,12 @@ class NextInput(StrictSerializer):
 class RepositoryBrief(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
-    path = serializers.CharField()
+    path = serializers.CharField(help_text="The clone's path on its host.")
     default_branch = serializers.CharField()
+    runner = serializers.CharField(
+        allow_null=True,
+        help_text="The runner whose machine holds the clone (it makes the worktree); null: the server's.",
+    )
 
 
 class AssignedTaskOutput(serializers.Serializer):

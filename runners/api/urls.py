@@ -11,4 +11,6 @@ urlpatterns = [
     path("runs/<int64:run_id>/log/", views.RunLogView.as_view(), name="run-log"),
     path("runners/me/heartbeat/", views.RunnerHeartbeatView.as_view(), name="runner-heartbeat"),
     path("runners/me/next/", views.RunnerNextView.as_view(), name="runner-next"),
+    path("runners/me/repositories/", views.RunnerRepositoryView.as_view(), name="runner-repositories"),
+    path("runners/me/worktrees/", views.RunnerWorktreeView.as_view(), name="runner-worktrees"),
 ]

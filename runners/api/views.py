@@ -22,7 +22,10 @@ from runners.identities import runner_for_actor
 from runners.log_shipping import run_log_append
 from runners.run_lifecycle import run_report
 from sessions_app.api.views import resume_body
+from workspaces import worktree_selectors
+from workspaces.api.worktree_serializers import WorktreeOutput
 from workspaces.files import read_chunks
+from workspaces.runner_hosted import repository_register_on_runner, worktree_register_on_runner
 
 
 class TaskRunQueueView(APIView):
@@ -112,8 +115,55 @@ class RunnerHeartbeatView(APIView):
                 ],
                 "cancel": beat.cancel,
                 "dropped": beat.dropped,
+                "remove_worktrees": [
+                    {"id": item.worktree_id, "path": item.path, "force": item.force} for item in beat.remove_worktrees
+                ],
             }
         )
+
+
+class RunnerRepositoryView(APIView):
+    allowed_scopes = RUNNER_SCOPES  # a runner's key; its own runner is checked in the view
+
+    @extend_schema(
+        request=s.RunnerRepositoryInput,
+        responses={
+            200: s.RunnerRepositoryOutput,
+            201: s.RunnerRepositoryOutput,
+            409: OpenApiResponse(
+                description="The name is another host's, or the folder is registered by another name."
+            ),
+        },
+        summary="Register a clone on this runner's machine (runner key); 201 when new, 200 when known",
+        description="Tasks of this repository then run only on this runner, in worktrees it makes beside the clone "
+        "and registers with POST /runners/me/worktrees/. Registering again updates the path and default branch.",
+    )
+    def post(self, request):
+        runner = runner_for_actor(actor=actor_from_request(request))
+        data = validate_input(s.RunnerRepositoryInput, request.data)
+        repository, created = repository_register_on_runner(runner=runner, **data)
+        return Response(s.RunnerRepositoryOutput(repository).data, status=201 if created else 200)
+
+
+class RunnerWorktreeView(APIView):
+    allowed_scopes = RUNNER_SCOPES  # a runner's key; its own runner is checked in the view
+
+    @extend_schema(
+        request=s.RunnerWorktreeInput,
+        responses={200: WorktreeOutput, 201: WorktreeOutput},
+        summary="Register the worktree `<type>-<name>` this runner made beside its clone (runner key)",
+        description="201 when new (or a removed one made again), 200 when active already. The run's agent then "
+        "claims it with POST /worktrees/{id}/claim/ as any agent does; its status comes with the heartbeat.",
+    )
+    def post(self, request):
+        actor = actor_from_request(request)
+        runner = runner_for_actor(actor=actor)
+        data = validate_input(s.RunnerWorktreeInput, request.data)
+        worktree, created = worktree_register_on_runner(
+            actor=actor, runner=runner, repository_id=data["repository"], type=data["type"], name=data["name"]
+        )
+        worktree = worktree_selectors.worktree_get(worktree_id=worktree.pk)
+        return Response(WorktreeOutput(worktree).data, status=201 if created else 200)
 
 
 class RunnerNextView(APIView):
@@ -156,6 +206,7 @@ def _assignment(run) -> dict:
                 "name": repository.name,
                 "path": repository.path,
                 "default_branch": repository.default_branch,
+                "runner": repository.runner.name if repository.runner_id else None,
             },
         },
         "resumes": None if resumes is None else {"id": resumes.pk, "session": resumes.session_id},

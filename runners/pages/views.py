@@ -114,7 +114,12 @@ def task_answer(request, task_id: int):
     )
     if not error:
         try:
-            session_answer_input(actor=Actor(user=request.user), session=box.waiting, answer=answer)
+            session_answer_input(
+                actor=Actor(user=request.user),
+                session=box.waiting,
+                answer=answer,
+                decision=request.POST.get("decision", ""),
+            )
         except DomainError as exc:
             error = exc.message
     if not request.htmx:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sessions_app.api import log_views, views
+from sessions_app.api import input_request_views, log_views, views
 
 urlpatterns = [
     path("agents/me/", views.AgentMeView.as_view(), name="agent-me"),
@@ -14,4 +14,9 @@ urlpatterns = [
     path("sessions/<str:session_id>/checkpoints/", views.SessionCheckpointsView.as_view(), name="session-checkpoints"),
     path("sessions/<str:session_id>/milestones/", views.SessionMilestonesView.as_view(), name="session-milestones"),
     path("sessions/<str:session_id>/log/", log_views.SessionLogView.as_view(), name="session-log"),
+    path(
+        "sessions/<str:session_id>/input-requests/<str:request_id>/",
+        input_request_views.InputRequestView.as_view(),
+        name="session-input-request",
+    ),
 ]

@@ -146,7 +146,11 @@ class ResumeOutput(serializers.Serializer):
     session = s.SessionOutput()
     status = serializers.CharField()
     checkpoint = s.CheckpointOutput(allow_null=True)
-    open_tool_calls = ToolCallOutput(many=True)
+    open_tool_calls = ToolCallOutput(
+        many=True,
+        help_text="Running tool calls of the session and of its subagents (child sessions, two levels); "
+        "each names its session.",
+    )
     milestones = s.MilestoneOutput(many=True)
     claimed_tasks = TaskOutput(many=True)
     claimed_worktrees = WorktreeOutput(many=True, help_text="Worktrees this agent holds on a lease not yet expired.")
@@ -213,21 +217,11 @@ class SessionEventsView(APIView):
     )
     def post(self, request, session_id: str):
         actor = actor_from_request(request)
-        data = request.data
-        plain = stream_event_fast_validate(data) if isinstance(data, dict) else None
-        if plain is not None and plain.get("id") is None:
-            # One plainly valid event without a client id: one statement, when the session takes it.
-            item = IncomingItem(index=0, data=plain, body_sha256=canonical_sha256(data), client_id=None)
-            stored = services.stream_event_append_one(actor=actor, session_id=session_id, item=item)
-            if stored is not None:
-                return write_response(results=[stored], is_batch=False, render=stream_event_render)
-        elif isinstance(data, list):
-            items = new_batch_items(data)
-            stored = (
-                services.stream_events_append_new(actor=actor, session_id=session_id, items=items) if items else None
-            )
-            if stored is not None:
-                return write_response(results=stored, is_batch=True, render=stream_event_render)
+        plain = plain_event_items(request.data)
+        if plain is not None:
+            results = services.stream_events_append(actor=actor, session_id=session_id, items=plain)
+            return write_response(results=results, is_batch=isinstance(request.data, list), render=stream_event_render)
+        # Anything else: the session is checked (404, 403) before the items (400).
         session = selectors.session_get_for_append(actor=actor, session_id=session_id)
         valid, invalid, is_batch = incoming_items(
             request.data,
@@ -235,7 +229,11 @@ class SessionEventsView(APIView):
             max_items=settings.API_MAX_BATCH_ITEMS,
             fast_path=stream_event_fast_validate,
         )
-        results = invalid + (services.stream_events_append(session=session, items=valid) if valid else [])
+        results = invalid + (
+            services.stream_events_append(actor=actor, session_id=session_id, items=valid, session=session)
+            if valid
+            else []
+        )
         return write_response(results=results, is_batch=is_batch, render=stream_event_render)
 
 
@@ -287,22 +285,25 @@ class SessionMilestonesView(APIView):
         return Response(s.MilestoneOutput(session.milestones.order_by("created_at", "id"), many=True).data)
 
 
-def new_batch_items(data: list) -> list[IncomingItem] | None:
-    """The items of a batch that is plainly valid all through, with no client id twice, for the
-    one-statement write; None for anything else (bad items, 207), which the general path answers."""
-    if not 0 < len(data) <= settings.API_MAX_BATCH_ITEMS:
+def plain_event_items(data) -> list[IncomingItem] | None:
+    """The items of a body that is plainly valid all through (stream_event_fast_validate): one
+    event without a client id, or a batch of at most API_MAX_BATCH_ITEMS. None for anything else
+    (an id on a single event, bad items, 207): the session is checked first, then the serializer."""
+    if isinstance(data, dict):
+        plain = stream_event_fast_validate(data)
+        if plain is None or plain.get("id") is not None:
+            return None
+        return [IncomingItem(index=0, data=plain, body_sha256=canonical_sha256(data), client_id=None)]
+    if not isinstance(data, list) or not 0 < len(data) <= settings.API_MAX_BATCH_ITEMS:
         return None
-    items, client_ids = [], set()
+    items = []
     for index, raw in enumerate(data):
         plain = stream_event_fast_validate(raw) if isinstance(raw, dict) else None
         if plain is None:
             return None
-        client_id = plain.get("id")
-        if client_id is not None:
-            if client_id in client_ids:
-                return None
-            client_ids.add(client_id)
-        items.append(IncomingItem(index=index, data=plain, body_sha256=canonical_sha256(raw), client_id=client_id))
+        items.append(
+            IncomingItem(index=index, data=plain, body_sha256=canonical_sha256(raw), client_id=plain.get("id"))
+        )
     return items
 
 

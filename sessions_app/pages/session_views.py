@@ -10,11 +10,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from config.api.errors import DomainError
+from config.live import live_seq_current
 from config.pages import ENGINEERING, page_for
 from sessions_app import logs, page_selectors
 from sessions_app.actors import Actor
-from sessions_app.input_requests import session_answer_input, session_question
+from sessions_app.input_requests import session_answer_input
+from sessions_app.live import session_group
 from sessions_app.models import AgentSession
+from sessions_app.selectors import session_question
 from workspaces.download_host import download_host_enabled, download_redirect
 from workspaces.download_response import file_response
 from workspaces.services import artifact_open
@@ -44,6 +47,8 @@ def session_detail(request, session_id: str):
 
 
 def _render_detail(request, session_id: str, *, answer: str = "", answer_error: str = "", status: int = 200):
+    # Read before the page's rows: a change committed in between shows as a gap, and is refetched.
+    live_seq = live_seq_current(session_group(session_id))
     detail = _or_404(page_selectors.session_detail_get, session_id=session_id)
     offset = logs.session_log_tail_offset(session=detail.session)
     log = logs.session_log_read(session=detail.session, offset=offset)
@@ -56,6 +61,7 @@ def _render_detail(request, session_id: str, *, answer: str = "", answer_error: 
         "log_path": "/".join(logs.session_log_parts(session=detail.session) or ()),
         "answer": answer,
         "answer_error": answer_error,
+        "live_seq": live_seq,
     }
     return render(request, "sessions/session_detail.html", context, status=status)
 
@@ -77,7 +83,9 @@ def session_answer(request, session_id: str):
     session = _or_404(_session, session_id=session_id)
     answer = request.POST.get("answer", "")
     try:
-        session_answer_input(actor=Actor(user=request.user), session=session, answer=answer)
+        session_answer_input(
+            actor=Actor(user=request.user), session=session, answer=answer, decision=request.POST.get("decision", "")
+        )
     except DomainError as error:
         if request.htmx:
             # htmx swaps only 2xx answers: the box comes back with the error in it.

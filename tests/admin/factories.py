@@ -25,6 +25,7 @@ from tests.factories import (
     ToolCallFactory,
     UserFactory,
 )
+from usage.models import UsageRecord
 from workspaces.models import Artifact, ArtifactVersion, Repository, Workspace, Worktree, WorktreeClaimRequest
 
 
@@ -229,6 +230,17 @@ ROW_BUILDERS = {
     WebhookSubscription: lambda: webhook_subscribe(url="https://hooks.example.com/in"),
     Runner: _runner,
     Run: _run,
+    UsageRecord: lambda: UsageRecord.objects.create(
+        agent=AgentFactory(),
+        model="claude-sonnet-4-5",
+        operation="api_request",
+        input_tokens=1200,
+        output_tokens=300,
+        cost_usd="0.0081",
+        occurred_at=timezone.now(),
+        source=UsageRecord.Source.OTLP_LOG,
+        idempotency_key=f"{next(_numbers):064x}",
+    ),
     WebhookDelivery: lambda: WebhookDelivery.objects.create(
         subscription=webhook_subscribe(url="https://hooks.example.com/in"),
         event=EventFactory(),

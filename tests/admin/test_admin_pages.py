@@ -9,7 +9,7 @@ from tests.admin.factories import ROW_BUILDERS, MilestoneFactory, admin_url
 from tests.factories import SessionFactory, StreamEventFactory
 from workspaces.models import ArtifactVersion
 
-OUR_APPS = ("sessions_app", "ledger", "board", "workspaces", "runners")
+OUR_APPS = ("sessions_app", "ledger", "board", "workspaces", "runners", "usage")
 SHOWN_INLINE_ONLY = {ArtifactVersion}
 
 

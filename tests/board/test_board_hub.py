@@ -1,10 +1,14 @@
-"""The board hub sends changes to its boards in sequence order, whatever order they arrived in."""
+"""The board hub sends changes to its boards in sequence order, whatever order they arrived in.
+
+The hub is the live-page mechanism's (config/live.py): one per process and topic, the board's
+being the one for BOARD_GROUP."""
 
 import asyncio
 
 import pytest
 
-from board import consumers
+from board.live import BOARD_GROUP
+from config.live import LiveHub
 
 
 class Board:
@@ -16,13 +20,11 @@ class Board:
 
 
 @pytest.fixture
-def hub(monkeypatch):
-    async def render(seq, task_ids, at):
-        return str(seq)
+def hub():
+    async def render(message):
+        return str(message["seq"])
 
-    monkeypatch.setattr(consumers, "_render", render)
-    monkeypatch.setattr(consumers, "bridge_needed", lambda: False)
-    return consumers.BoardHub
+    return lambda: LiveHub(BOARD_GROUP, render)
 
 
 def _run(hub_class, feed, *, settle: float):
@@ -32,7 +34,7 @@ def _run(hub_class, feed, *, settle: float):
     async def scenario():
         hub = hub_class()
         board = Board()
-        hub.boards.add(board)
+        hub.pages.add(board)
         arrived: asyncio.Queue = asyncio.Queue()
         deliver = asyncio.ensure_future(hub._deliver(arrived))
         fed = await feed(arrived, board)
@@ -57,7 +59,7 @@ def test_changes_that_arrive_out_of_order_are_sent_in_order(hub):
 
 def test_a_number_that_never_comes_is_given_up_after_the_hold(hub):
     # 3 never arrives: 4 and 5 go out after the hold, and the boards see the gap themselves.
-    assert _deliver(hub, [1, 2, 4, 5], settle=consumers.BoardHub.HOLD_SECONDS * 4) == ["1", "2", "4", "5"]
+    assert _deliver(hub, [1, 2, 4, 5], settle=LiveHub.HOLD_SECONDS * 4) == ["1", "2", "4", "5"]
 
 
 def test_a_number_from_before_is_sent_at_once(hub):
@@ -72,11 +74,11 @@ def test_changes_that_keep_arriving_do_not_extend_the_hold(hub):
         sent_by_then = None
         for seq in range(3, 20):
             arrived.put_nowait({"seq": seq, "task_ids": [seq]})
-            await asyncio.sleep(consumers.BoardHub.HOLD_SECONDS / 4)
+            await asyncio.sleep(LiveHub.HOLD_SECONDS / 4)
             if seq == 15:
                 sent_by_then = list(board.frames)
         return sent_by_then
 
-    sent_by_then, frames = _run(hub, feed, settle=consumers.BoardHub.HOLD_SECONDS * 2)
+    sent_by_then, frames = _run(hub, feed, settle=LiveHub.HOLD_SECONDS * 2)
     assert "3" in sent_by_then  # let go after one hold, not after the stream stopped
     assert frames == [str(seq) for seq in [1, *range(3, 20)]]

@@ -109,7 +109,7 @@ RUNNER = {
     ("POST", "/api/v1/runs/{run_id}/log/"),
 }
 
-OUR_APPS = ("sessions_app", "ledger", "board", "workspaces", "runners")
+OUR_APPS = ("sessions_app", "ledger", "board", "workspaces", "runners", "usage")
 
 
 def row_counts() -> dict[str, int]:

@@ -8,7 +8,8 @@ from django.conf import settings
 from django.db import transaction
 
 from board.live import BOARD_GROUP, board_push_tasks, board_seq_current
-from config.side_effects import broadcast, group_joined, group_members_key
+from config.side_effects import broadcast
+from config.speed.group_members import group_joined, group_members_key
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 # Endpoints a runner's key must reach (SPEC §8): who it is, and reading runs. The runner's own
 # endpoints (/runners/me/..., /runs/{id}/status/, /runs/{id}/log/) are checked when they exist.
 RUNNER_REACHES = {"agent-me", "run-list", "run-detail"}
-RUNNER_ONLY = {"runner-heartbeat", "runner-next", "run-status", "run-log"}
+RUNNER_ONLY = {"runner-heartbeat", "runner-next", "runner-repositories", "runner-worktrees", "run-status", "run-log"}
 SAMPLE_KWARGS = {"session_id": "sess-1", "path": "work_products/a.md", "client_id": "c1"}
 
 

@@ -6,7 +6,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import HttpCommunicator
 
-from config.asgi import RequestThreads, application, django_asgi_app
+from config.asgi import application, django_asgi_app
+from config.speed.request_threads import RequestThreads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -31,6 +31,12 @@ GIT_ENV = {
 }
 
 
+def git(folder: Path, *args: str) -> str:
+    """``git`` in ``folder`` with the tests' identity and no user or system config; its stdout."""
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(["git", *args], cwd=folder, env=env, check=True, capture_output=True, text=True).stdout
+
+
 def toml_value(value: Any) -> str:
     """TOML for a string, number, bool, list or (inline) table: enough for a runner's config."""
     if isinstance(value, bool):
@@ -46,10 +52,18 @@ def toml_value(value: Any) -> str:
     raise TypeError(f"no TOML for {value!r}")
 
 
-def write_config(path: Path, *, runner: dict[str, Any], providers: dict[str, dict[str, Any]]) -> Path:
+def write_config(
+    path: Path,
+    *,
+    runner: dict[str, Any],
+    providers: dict[str, dict[str, Any]],
+    repositories: dict[str, dict[str, Any]] | None = None,
+) -> Path:
     lines = ["[runner]", *(f"{k} = {toml_value(v)}" for k, v in runner.items())]
     for name, table in providers.items():
         lines += ["", f"[providers.{name}]", *(f"{k} = {toml_value(v)}" for k, v in table.items())]
+    for name, table in (repositories or {}).items():
+        lines += ["", f"[repositories.{name}]", *(f"{k} = {toml_value(v)}" for k, v in table.items())]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -112,11 +126,12 @@ class Machine:
             "grace_seconds": 3,
         }
         self.providers = dict(providers or {})
+        self.repositories: dict[str, dict[str, Any]] = {}  # [repositories.<name>]: clones on this machine
         self.write()
         self.processes: list[RunnerProc] = []
 
     def write(self) -> None:
-        write_config(self.config, runner=self.runner_table, providers=self.providers)
+        write_config(self.config, runner=self.runner_table, providers=self.providers, repositories=self.repositories)
 
     def start(self) -> RunnerProc:
         log = self.config.parent / f"runner-{len(self.processes)}.log"

@@ -70,6 +70,18 @@ def test_the_runners_page_lists_runners_and_recent_runs(staff_client, online_run
     assert 'href="/runners/"' in html  # the nav links the page
 
 
+def test_the_runners_page_names_the_clones_a_runner_holds(staff_client, online_runner):
+    from workspaces.models import Repository
+
+    Repository.objects.create(name="shop", path="/srv/src/shop", runner=online_runner)
+    Repository.objects.create(name="web", path="/srv/src/web")  # the server's: no runner's
+
+    html = staff_client.get("/runners/").content.decode()
+
+    assert "clones: <code>shop</code></div>" in html
+    assert "<code>web</code>" not in html
+
+
 def test_the_runners_page_without_runners_tells_how_to_start_one(owner_client):
     html = owner_client.get("/runners/").content.decode()
 

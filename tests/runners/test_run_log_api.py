@@ -163,6 +163,29 @@ def test_a_large_chunk_is_stored_whole_and_a_resend_overlapping_it_adds_only_the
     assert _log_file(settings, run).read_bytes() == data
 
 
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="the early writeback is Linux's posix_fadvise")
+def test_a_large_chunk_goes_to_the_disk_as_it_comes_and_is_fsynced_once_before_the_answer(
+    runner_client, started, settings, monkeypatch
+):
+    from runners import log_shipping
+
+    run, _ = started
+    post_log(runner_client, run.pk, b"head:", offset=0)
+    monkeypatch.setattr(log_shipping, "WRITEBACK_EVERY", 2 * MIB)
+    calls = []
+    fsync = os.fsync
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, start, length, advice: calls.append((start, length, advice)))
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append("fsync"), fsync(fd))[1])
+    data = os.urandom(5 * MIB)  # five 1 MiB pieces: written back after the second and the fourth
+
+    response = post_log(runner_client, run.pk, data, offset=5)
+
+    dontneed = os.POSIX_FADV_DONTNEED
+    assert calls == [(5, 2 * MIB, dontneed), (5 + 2 * MIB, 2 * MIB, dontneed), "fsync"]
+    assert response.json() == {"offset": 5 + len(data)}
+    assert _log_file(settings, run).read_bytes() == b"head:" + data
+
+
 def test_the_limit_is_64_mib_by_default():
     from config.settings import base
 

@@ -52,6 +52,7 @@ def test_a_queued_run_is_handed_out_at_once_as_an_assignment(runner_client, queu
                         "name": "shop",
                         "path": "/srv/clones/shop",
                         "default_branch": "trunk",
+                        "runner": None,  # the server's clone
                     },
                 },
                 "resumes": None,

@@ -6,7 +6,7 @@ from django.db import connection
 
 from config.idempotency import IncomingItem, canonical_sha256
 from sessions_app.models import StreamEvent
-from sessions_app.services import stream_events_append
+from sessions_app.services import stream_events_write
 from tests.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
@@ -224,7 +224,7 @@ def test_concurrent_writers_to_one_session_get_distinct_increasing_seqs():
                         client_id=f"{n}-{i}",
                     )
                 ]
-                stream_events_append(session=session, items=items)
+                stream_events_write(session=session, items=items)
         except Exception as exc:  # collected and asserted below
             errors.append(exc)
         finally:

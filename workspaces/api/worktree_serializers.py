@@ -8,10 +8,16 @@ from workspaces.worktrees import KNOWN_TYPES, NAME_MAX_LENGTH, TYPE_MAX_LENGTH
 
 class RepositoryOutput(serializers.ModelSerializer):
     active_worktrees = serializers.IntegerField(read_only=True)
+    runner = serializers.SlugRelatedField(
+        slug_field="name",
+        read_only=True,
+        allow_null=True,
+        help_text="The runner whose machine holds the clone (its path is there); null: the server's.",
+    )
 
     class Meta:
         model = Repository
-        fields = ["id", "name", "path", "default_branch", "sync_dir", "active_worktrees", "created_at"]
+        fields = ["id", "name", "path", "default_branch", "sync_dir", "runner", "active_worktrees", "created_at"]
 
 
 class WorktreeCreateInput(StrictSerializer):
@@ -138,6 +144,10 @@ class WorktreeStatusOutput(serializers.Serializer):
     lease_expires_at = serializers.DateTimeField(allow_null=True)
     lease_valid = serializers.BooleanField()
     waiting = serializers.IntegerField(help_text="Agents in the claim queue.")
+    host = serializers.CharField(help_text="`server`, or the name of the runner whose machine holds the folder.")
+    reported_at = serializers.DateTimeField(
+        allow_null=True, help_text="On a runner's machine: when its runner last reported this status."
+    )
 
 
 class WorktreeDetailOutput(WorktreeOutput):

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from switchyard_client.client import Client
 from switchyard_client.errors import ConnectionFailed, SwitchyardError
 from switchyard_client.retry import RetryPolicy
-from switchyard_client.runner_config import ProviderConfig, RunnerConfig
+from switchyard_client.runner_config import ProviderConfig, RunnerConfig, RunnerConfigError
 from switchyard_client.runner_git import GitError, changes_since, git, head
 from switchyard_client.runner_logship import (
     EVENTS_PER_BATCH,
@@ -35,6 +35,15 @@ from switchyard_client.runner_logship import (
 )
 from switchyard_client.runner_process import describe_exit, read_exit_file, spawn, stop_group
 from switchyard_client.runner_providers import render, resume_prompt, template_values
+from switchyard_client.runner_repos import (
+    REPORT_EVERY,
+    HostedRepository,
+    repository_check,
+    sync_links_in,
+    worktree_add,
+)
+from switchyard_client.runner_repos import reports as worktree_reports
+from switchyard_client.runner_repos import worktree_remove as hosted_worktree_remove
 from switchyard_client.runner_state import RunState, StateStore, pid_start_time, same_process
 
 TICK = 0.2  # how often a run's log is shipped while it grows, and its agent checked
@@ -106,6 +115,8 @@ class Runner:
         self.heartbeat_seconds = 10.0
         self.unknown: dict[int, int] = {}
         self.online: bool | None = None
+        self.repos: list[HostedRepository] = []  # the clones on this machine, once registered
+        self.reported_at = 0.0  # when the worktrees were last reported (0: with the next heartbeat)
 
     # --- server ---------------------------------------------------------------------------------------
     def _reachable(self, ok: bool, why: str = "") -> None:
@@ -122,13 +133,17 @@ class Runner:
         reported = {item["id"]: item["attempt"] for item in runs}
         body = {
             "host": self.config.host,
-            "labels": self.config.labels,
+            "labels": self.config.labels
+            + [f"repo:{r.name}" for r in self.repos if f"repo:{r.name}" not in self.config.labels],
             "providers": sorted(self.providers),
             "capacity": self.config.capacity,
             "version": _version(),
             "draining": False,
             "runs": runs,
         }
+        if self.repos and time.monotonic() - self.reported_at >= REPORT_EVERY:
+            body["worktrees"] = worktree_reports(self.repos)
+            self.reported_at = time.monotonic()
         try:
             answer = self.api.request("POST", "runners/me/heartbeat/", json=body).json()
         except ConnectionFailed as exc:
@@ -143,7 +158,48 @@ class Runner:
             if worker and worker.state.attempt == reported.get(run_id):
                 worker.drop()
         self._unknown_held(answer.get("held") or [])
+        self._remove_worktrees(answer.get("remove_worktrees") or [])
         return answer
+
+    def _remove_worktrees(self, removals: list[dict[str, Any]]) -> None:
+        """Folders of worktrees removed on the server (by a person, or the admin): remove them here."""
+        for item in removals:
+            path = str(item.get("path") or "")
+            repo = next((r for r in self.repos if os.path.dirname(path) == r.parent), None)
+            if repo is None:
+                continue
+            try:
+                hosted_worktree_remove(repo, path, force=bool(item.get("force")))
+                self.console.say(f"worktree {path} removed, as Switchyard asked")
+            except (GitError, OSError) as exc:
+                self.console.say(f"worktree {path} was removed in Switchyard but stays here: {exc}")
+        if removals:
+            self.reported_at = 0.0  # say at once that they are gone
+
+    def register_repositories(self) -> bool:
+        """Start-up: check each configured clone and register it (RunnerConfigError or a refusal
+        stops the runner). Waits for the server like ``recover``; False if stopped meanwhile."""
+        repos = [repository_check(item) for item in self.config.repositories]
+        for repo in repos:
+            body = {"name": repo.name, "path": repo.path, "default_branch": repo.default_branch}
+            while True:
+                try:
+                    answer = self.api.request("POST", "runners/me/repositories/", json=body).json()
+                    break
+                except ConnectionFailed as exc:
+                    self._reachable(False, exc.message)
+                    if self.stop.wait(2):
+                        return False
+            repo.id = int(answer["id"])
+            self.console.say(f"holds repository {repo.name} at {repo.path} (default branch {repo.default_branch})")
+        self.repos = repos
+        return True
+
+    def hosted(self, repository: dict[str, Any]) -> HostedRepository | None:
+        """This runner's clone of an assignment's repository, if it holds it."""
+        if repository.get("runner") != self.config.name:
+            return None
+        return next((r for r in self.repos if r.id == repository.get("id")), None)
 
     def _cancel(self, ids: list[int]) -> bool:
         """Tell each run's thread; True if one of them had not heard it yet."""
@@ -274,8 +330,11 @@ class Runner:
             f"labels {', '.join(self.config.labels) or 'none'}; files in {self.root}"
         )
         try:
-            if not self.recover():
+            if not self.register_repositories() or not self.recover():
                 return 0
+        except RunnerConfigError as exc:
+            self.console.say(str(exc))
+            return exc.exit_code
         except SwitchyardError as exc:
             self.console.say(f"the server refused this runner: {exc}")
             return exc.exit_code
@@ -421,12 +480,18 @@ class RunWorker(threading.Thread):
         prompt = resume_prompt(str(a.get("prompt") or ""), answer.get("resume"))
         use_resume = resume and s.agent_ran and self.provider is not None and self.provider.resume_command
         self._spawn(prompt, resume=bool(use_resume))
+        # What the agent wrote while it started goes out first: the server takes a starting run's log,
+        # and reporting `running` (a request and two state saves) would hold a fast writer's output back.
+        self._ship()
         self._report_running()
 
     def _prepare_workdir(self) -> None:
         s, task = self.state, self.state.assignment.get("task") or {}
         repo = task.get("repository")
-        if repo and repo.get("path") and os.path.isdir(repo["path"]):
+        hosted = self.runner.hosted(repo) if repo else None
+        if hosted is not None:
+            self._prepare_hosted_worktree(hosted, task)
+        elif repo and repo.get("runner") is None and repo.get("path") and os.path.isdir(repo["path"]):
             kind = str(task.get("type") or "")
             kind = kind if _SLUG.fullmatch(kind) else "task"
             try:
@@ -444,6 +509,24 @@ class RunWorker(threading.Thread):
                 os.makedirs(s.workdir, exist_ok=True)
         s.base = _git_base(s.workdir)
         self.runner.store.save(s)
+
+    def _prepare_hosted_worktree(self, hosted: HostedRepository, task: dict[str, Any]) -> None:
+        """The task's worktree beside this runner's clone: made here, registered with the runner's
+        key, claimed with the run's agent key (the monitor shows its holder)."""
+        s = self.state
+        kind = str(task.get("type") or "")
+        kind = kind if _SLUG.fullmatch(kind) else "task"
+        try:
+            path = worktree_add(hosted, f"{kind}-{task['id']}")
+            body = {"repository": hosted.id, "type": kind, "name": str(task["id"])}
+            tree = self.runner.api.request("POST", "runners/me/worktrees/", json=body).json()
+            self.agent.worktree_claim(int(tree["id"]))
+        except ConnectionFailed:
+            raise  # _patiently tries again: every step above is idempotent
+        except (GitError, SwitchyardError) as exc:
+            raise RuntimeError(f"could not prepare the worktree of {hosted.name}: {exc}") from exc
+        s.workdir, s.worktree_id = path, int(tree["id"])
+        self.runner.reported_at = 0.0  # the monitor hears of it with the next heartbeat
 
     def _spawn(self, prompt: str, *, resume: bool) -> None:
         s, a, provider = self.state, self.state.assignment, self.provider
@@ -466,6 +549,17 @@ class RunWorker(threading.Thread):
             if k not in ("SWITCHYARD_RUNNER_KEY", "SWITCHYARD_KEY", "SWITCHYARD_SESSION")
         }
         env.update(provider.env)
+        # Claude Code's telemetry (tokens and cost per request, README "Tokens and cost") goes to the
+        # server's OTLP receiver with the run's key; a provider's own env table may send it elsewhere.
+        telemetry = {
+            "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+            "OTEL_LOGS_EXPORTER": "otlp",
+            "OTEL_METRICS_EXPORTER": "otlp",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": self.runner.config.url.rstrip("/").removesuffix("/api/v1") + "/api/v1/otlp",
+            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {s.agent_key}",
+        }
+        env.update({name: value for name, value in telemetry.items() if name not in provider.env})
         env.update(
             SWITCHYARD_URL=self.runner.config.url,
             SWITCHYARD_SESSION=s.session,
@@ -677,6 +771,8 @@ class RunWorker(threading.Thread):
         with contextlib.suppress(LeaseLost):
             self._ship(final=True)  # anything the agent's children wrote after the last tick
         self.runner.store.forget(s.id)
+        if s.worktree_id:
+            self.runner.reported_at = 0.0  # the worktree monitor hears how the agent left it
         took = time.monotonic() - self.begun
         detail = describe_exit(s.exit_code) if s.outcome != "cancelled" else "stopped"
         if s.outcome == "failed" and s.error and not s.error.startswith(("exit code", "killed")):
@@ -690,7 +786,7 @@ class RunWorker(threading.Thread):
         if not s.base or not s.workdir or not os.path.isdir(s.workdir):
             return None
         try:
-            changes = changes_since(s.workdir, s.base)
+            changes = changes_since(s.workdir, s.base, leave_out=self._sync_links())
         except (GitError, ValueError) as exc:
             self.say(f"could not read the changes: {exc}")
             return None
@@ -708,6 +804,14 @@ class RunWorker(threading.Thread):
             except SwitchyardError as exc:
                 self.say(f"could not upload {name}: {exc}")
         return summary
+
+    def _sync_links(self) -> list[str]:
+        """The links of the repository's sync folder in a worktree workdir: left out of the summary."""
+        repo = (self.state.assignment.get("task") or {}).get("repository")
+        if not self.state.worktree_id or not repo or not repo.get("path"):
+            return []
+        clone = HostedRepository(name=str(repo["name"]), path=str(repo["path"]), default_branch="")
+        return sync_links_in(clone, self.state.workdir)
 
     def _fail_quietly(self, error: str) -> None:
         s = self.state

@@ -47,6 +47,11 @@ config file (TOML; default ./switchyard-runner.toml, see switchyard-runner.examp
   enabled = true
   hooks = false                        # true: the agent records its own tool calls (no duplicates)
 
+  [repositories.NAME]                  # a git clone on this machine, registered as repository NAME:
+  path = "/srv/src/shop"               #   its tasks run only on this runner, in worktrees made
+  default_branch = "main"              #   beside it (<parent>/<type>-<task>), sync/NAME/ linked in;
+                                       #   their status goes to the worktree monitor every 30 s
+
 placeholders: {prompt} {session_id} {session_uuid} (a UUID derived from the session id) {workdir}
   {run_id} {task_id} {python} (this Python) {hook_settings} (Claude Code --settings JSON wiring
   every hook to `switchyard hook`) {hook_command}; each fills exactly one argument.
@@ -113,7 +118,9 @@ def main(argv: list[str]) -> int:
             runner.update(capacity=config.capacity, root=str(config.root), grace_seconds=config.grace_seconds)
             runner.update(host=config.host)
             runner.update({k: v for k, v in overrides.items() if v is not None})
+            repositories = config.repositories  # already resolved against the file's folder
             config = parse_config({"runner": runner, "providers": config.providers}, env=env, source=config.source)
+            config.repositories = repositories
             if args.root:
                 config.root = config.root.__class__(os.path.abspath(args.root))
         providers = providers_for(config)
@@ -125,7 +132,24 @@ def main(argv: list[str]) -> int:
         print(f"root {config.root}")
         for name, provider in providers.items():
             print(f"  {name}: {' '.join(provider.command)} [{provider.output}]")
-        return 0
+        return _check_repositories(config)
     from switchyard_client.runner import main as run
 
     return run(config, providers, on_exit=args.on_exit)
+
+
+def _check_repositories(config) -> int:
+    """--check: each configured clone as the runner will register it, or why it cannot."""
+    from switchyard_client.runner_config import RunnerConfigError
+    from switchyard_client.runner_repos import repository_check
+
+    status = 0
+    for item in config.repositories:
+        try:
+            repo = repository_check(item)
+        except RunnerConfigError as exc:
+            print(f"  repository {item.name}: {exc.message}", file=sys.stderr)
+            status = exc.exit_code
+            continue
+        print(f"  repository {repo.name}: {repo.path} (default branch {repo.default_branch})")
+    return status

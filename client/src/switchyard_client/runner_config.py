@@ -19,6 +19,7 @@ from switchyard_client.errors import ConfigurationError
 OUTPUTS = ("stream-json", "jsonl", "text")
 RUNNER_KEYS = {"url", "key", "name", "labels", "capacity", "root", "grace_seconds", "host"}
 PROVIDER_KEYS = {"command", "resume_command", "env", "output", "timeout_seconds", "enabled", "hooks"}
+REPOSITORY_KEYS = {"path", "default_branch"}
 DEFAULT_ROOT = "./var/runner"
 DEFAULT_GRACE = 10.0
 
@@ -44,6 +45,16 @@ class ProviderConfig:
 
 
 @dataclass
+class RepositoryConfig:
+    """A git clone on this machine: tasks of the repository of this name run only on this runner,
+    in worktrees it makes beside the clone (``<parent>/<type>-<task>``)."""
+
+    name: str
+    path: Path
+    default_branch: str = ""  # '' = the clone's origin HEAD, else the branch checked out
+
+
+@dataclass
 class RunnerConfig:
     url: str
     key: str
@@ -55,6 +66,7 @@ class RunnerConfig:
     host: str = ""
     # What the file says about providers; the built-ins are merged in by runner_providers.providers_for.
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    repositories: list[RepositoryConfig] = field(default_factory=list)
     source: str = ""
 
 
@@ -113,10 +125,11 @@ def parse_provider(name: str, table: Any, *, base: ProviderConfig | None = None)
 
 def parse_config(data: dict[str, Any], *, env: dict[str, str] | None = None, source: str = "") -> RunnerConfig:
     env = os.environ if env is None else env
-    unknown_top = set(data) - {"runner", "providers"}
+    unknown_top = set(data) - {"runner", "providers", "repositories"}
     if unknown_top:
         raise _fail(
-            source or "config", f"unknown section(s) {', '.join(sorted(unknown_top))} (known: runner, providers)"
+            source or "config",
+            f"unknown section(s) {', '.join(sorted(unknown_top))} (known: runner, providers, repositories)",
         )
     runner = data.get("runner", {})
     if not isinstance(runner, dict):
@@ -155,6 +168,7 @@ def parse_config(data: dict[str, Any], *, env: dict[str, str] | None = None, sou
         if not isinstance(table, dict):
             raise _fail(f"[providers.{pname}]", "must be a table")
         parse_provider(pname, table, base=_placeholder(pname, table))  # validate now, merge later
+    repositories = _repositories(data.get("repositories", {}), source=source)
     return RunnerConfig(
         url=url,
         key=key,
@@ -165,8 +179,37 @@ def parse_config(data: dict[str, Any], *, env: dict[str, str] | None = None, sou
         grace_seconds=grace,
         host=host,
         providers=providers,
+        repositories=repositories,
         source=source,
     )
+
+
+def _repositories(tables: Any, *, source: str) -> list[RepositoryConfig]:
+    """``[repositories.<name>]`` tables: ``path`` (the clone's top folder; relative to the config
+    file) and an optional ``default_branch``. Checked as a git clone when the runner starts."""
+    if not isinstance(tables, dict):
+        raise _fail("[repositories]", "must be a table of [repositories.<name>] tables")
+    found = []
+    for name, table in tables.items():
+        where = f"[repositories.{name}]"
+        if not (name and len(name) <= 100 and all(c.islower() or c.isdigit() or c == "-" for c in name)):
+            raise _fail(where, "the name must be 1-100 lowercase letters, digits and '-' (the repository's slug)")
+        if not isinstance(table, dict):
+            raise _fail(where, "must be a table")
+        unknown = set(table) - REPOSITORY_KEYS
+        if unknown:
+            raise _fail(where, f"unknown key(s) {', '.join(sorted(unknown))} (known: path, default_branch)")
+        path = table.get("path")
+        if not isinstance(path, str) or not path:
+            raise _fail(f"{where} path", "must be the folder of a git clone on this machine")
+        folder = Path(path).expanduser()
+        if source and not folder.is_absolute():
+            folder = Path(source).resolve().parent / folder
+        branch = table.get("default_branch", "")
+        if not isinstance(branch, str):
+            raise _fail(f"{where} default_branch", "must be a branch name")
+        found.append(RepositoryConfig(name=name, path=Path(os.path.realpath(folder)), default_branch=branch))
+    return found
 
 
 def _placeholder(name: str, table: dict) -> ProviderConfig | None:

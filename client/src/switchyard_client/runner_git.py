@@ -50,14 +50,17 @@ class Changes:
     patch: bytes = b""
 
 
-def changes_since(workdir: str, base: str) -> Changes:
+def changes_since(workdir: str, base: str, *, leave_out: list[str] | tuple[str, ...] = ()) -> Changes:
     """Everything between ``base`` and the folder's current state. A throwaway index holds the
-    folder's state (``git add -A`` into it), so the agent's own index and files are never touched."""
+    folder's state (``git add -A`` into it), so the agent's own index and files are never touched.
+    ``leave_out``: untracked paths that are not the agent's work (the sync folder's links)."""
     ahead = int(git(workdir, "rev-list", "--count", f"{base}..HEAD").strip() or 0)
     with tempfile.TemporaryDirectory(prefix="switchyard-runner-") as tmp:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
         git(workdir, "read-tree", "HEAD", env=env)
         git(workdir, "add", "-A", env=env)
+        if leave_out:
+            git(workdir, "rm", "-q", "--cached", "--ignore-unmatch", "--", *leave_out, env=env)
         names = git(workdir, "diff", "--cached", "--name-only", "-z", base, env=env)
         patch = subprocess.run(
             ["git", "diff", "--cached", "--binary", base],

@@ -21,6 +21,8 @@ import sys
 import uuid
 from typing import Any
 
+from switchyard_client.hook_answer import permission_timeout
+from switchyard_client.hook_plan import EVENTS as HOOK_EVENTS
 from switchyard_client.runner_config import ProviderConfig, RunnerConfig, RunnerConfigError, parse_provider
 
 BUILTIN_NAMES = ("claude", "codex", "gemini", "shell", "demo")
@@ -29,16 +31,13 @@ PLACEHOLDERS = frozenset(
 )
 # Fixed, so that a session id always maps to the same Claude Code session (uuid5 of the id).
 SESSION_NAMESPACE = uuid.UUID("6f1c7a52-4c1e-4f7e-9a8e-2f0c3b9d5e11")
-CLAUDE_HOOK_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "Notification",
-    "Stop",
-    "SessionEnd",
-)
+# Every event `switchyard hook` understands, but two: a command hook on WorktreeCreate replaces
+# Claude Code's own worktree creation, and MessageDisplay would start a process per message shown.
+CLAUDE_HOOK_EVENTS = tuple(name for name in HOOK_EVENTS if name not in ("WorktreeCreate", "MessageDisplay"))
+# Events whose hooks Claude Code matches against the tool's name.
+TOOL_MATCHED = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied")
 CLAUDE_TOOLS = "Bash,Read,Write,Edit,MultiEdit,Glob,Grep,LS,TodoWrite"
+PERMISSION_TIMEOUT_SLACK = 10  # seconds Claude Code gives the permission hook beyond its wait
 
 _CLAUDE_COMMON = [
     "--output-format",
@@ -113,9 +112,12 @@ def claude_hook_settings() -> str:
     """`--settings` JSON wiring every Claude Code hook to `switchyard hook` (this Python's)."""
     entry = [{"type": "command", "command": hook_command()}]
     hooks: dict[str, Any] = {}
+    # A permission request waits for a person (hook_answer.py): Claude Code's hook timeout (60 s by
+    # default) must outlast the hook's own wait, or Claude Code kills it before it answers.
+    asking = [{**entry[0], "timeout": int(permission_timeout()) + PERMISSION_TIMEOUT_SLACK}]
     for event in CLAUDE_HOOK_EVENTS:
-        block: dict[str, Any] = {"hooks": entry}
-        if event in ("PreToolUse", "PostToolUse"):
+        block: dict[str, Any] = {"hooks": asking if event == "PermissionRequest" else entry}
+        if event in TOOL_MATCHED:
             block["matcher"] = "*"
         hooks[event] = [block]
     return json.dumps({"hooks": hooks}, separators=(",", ":"))

@@ -1,0 +1,131 @@
+"""A permission request answered by a person: `switchyard hook` waits for the answer and prints
+Claude Code's decision.
+
+After the hook has recorded a ``PermissionRequest`` (an ``input_request`` event with choices allow /
+deny, the session waiting for input), it long-polls
+``GET /api/v1/sessions/{id}/input-requests/{event id}/?wait=N`` until a person answers on the session
+page or the card, or ``SWITCHYARD_PERMISSION_TIMEOUT`` seconds (55 by default: below the 60 s Claude
+Code gives a hook; the runner's settings give this hook 65) have passed since the hook started. Then
+it prints, on stdout, the hook output Claude Code reads (sdk.d.ts ``PermissionRequestHookSpecificOutput``
+of @anthropic-ai/claude-agent-sdk 0.3.332)::
+
+    {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                            "decision": {"behavior": "allow"} | {"behavior": "deny", "message": "..."}}}
+
+Nobody answered in time: ``SWITCHYARD_PERMISSION_DEFAULT`` decides: ``deny`` (the default, with a
+message saying so), ``allow``, or ``ask`` (no output: Claude Code asks in its own dialog); the
+session is moved back to running, so nobody answers a question no longer asked.
+``SWITCHYARD_PERMISSION_TIMEOUT=0`` turns the wait off: the hook records the request and prints nothing.
+
+Only the standard library is imported here (see wire.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from urllib.parse import quote
+
+from switchyard_client import wire
+
+DEFAULT_TIMEOUT = 55.0
+POLL_MAX_SECONDS = 25  # the server holds a poll at most this long
+DEFAULTS = ("deny", "allow", "ask")
+
+
+def permission_timeout() -> float:
+    raw = os.environ.get("SWITCHYARD_PERMISSION_TIMEOUT")
+    try:
+        return max(0.0, float(raw)) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        return DEFAULT_TIMEOUT
+
+
+def permission_default() -> str:
+    value = (os.environ.get("SWITCHYARD_PERMISSION_DEFAULT") or "deny").strip().lower()
+    return value if value in DEFAULTS else "deny"
+
+
+def decision_output(behavior: str, message: str = "") -> dict:
+    """Claude Code's PermissionRequest hook output. An allow carries no message in Claude Code's
+    type; a person's message with an allow is shown to the user as the hook's systemMessage."""
+    decision: dict = {"behavior": behavior}
+    output: dict = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
+    if behavior == "deny":
+        decision["message"] = message or "Denied in Switchyard."
+    elif message:
+        output["systemMessage"] = message
+    return output
+
+
+def await_decision(sender, *, session_id: str, request_id: str, until: float) -> dict | None:
+    """The person's answer ({"decision", "answer", "answered_by"}), or None when none came by ``until``
+    (a ``time.monotonic()`` value) or Switchyard could not be asked."""
+    path = f"sessions/{quote(session_id, safe='')}/input-requests/{quote(request_id, safe='')}/"
+    last = False
+    while not last:
+        left = until - time.monotonic()
+        if left <= 0:
+            return None
+        wait = int(min(POLL_MAX_SECONDS, left))
+        if wait == 0:  # less than a second left: wait it out, then look once more
+            time.sleep(left)
+            last = True
+        url = f"{sender.base}/{path}?wait={wait}"
+        try:
+            status, body = wire.request("GET", url, headers=sender.headers, deadline=time.monotonic() + wait + 5)
+        except wire.WireError as exc:
+            sender.problems.append(f"waiting for the permission answer: {exc}")
+            time.sleep(min(1.0, max(0.0, until - time.monotonic())))
+            continue
+        if status >= 400 and status not in (429, 502, 503, 504):
+            message = body.get("message") if isinstance(body, dict) else body
+            sender.problems.append(f"waiting for the permission answer: refused ({status}): {message}")
+            return None
+        if status == 200 and isinstance(body, dict) and body.get("answered"):
+            return body
+        if status != 200:
+            time.sleep(min(1.0, max(0.0, until - time.monotonic())))
+    return None
+
+
+def answer_permission(sender, *, session_id: str, request_id: str, until: float, timeout: float) -> dict | None:
+    """Wait for the answer and return the hook output to print (None: print nothing)."""
+    answer = await_decision(sender, session_id=session_id, request_id=request_id, until=until)
+    if answer is not None and answer.get("decision") in ("allow", "deny"):
+        who = answer.get("answered_by") or "a person"
+        message = str(answer.get("answer") or "")
+        if answer["decision"] == "deny":
+            return decision_output("deny", f"Denied by {who} in Switchyard" + (f": {message}" if message else "."))
+        return decision_output("allow", f"Allowed by {who} in Switchyard: {message}" if message else "")
+    _give_up(sender, session_id=session_id, default=permission_default(), timeout=timeout)
+    return default_output(timeout)
+
+
+def default_output(timeout: float) -> dict | None:
+    """The configured default decision, for a request nobody answered (None: Claude Code asks)."""
+    default = permission_default()
+    if default == "ask":
+        return None
+    message = f"Nobody answered this permission request in Switchyard within {timeout:g} s"
+    return decision_output(default, f"{message}; denied by default." if default == "deny" else "")
+
+
+def _give_up(sender, *, session_id: str, default: str, timeout: float) -> None:
+    """The question is no longer asked: the session goes back to running (a late answer is refused)."""
+    reason = f"nobody answered the permission request within {timeout:g} s: {default}"
+    body = json.dumps({"status": "running", "reason": reason}).encode()
+    headers = {**sender.headers, "Content-Type": "application/json"}
+    url = f"{sender.base}/sessions/{quote(session_id, safe='')}/transition/"
+    try:
+        wire.request("POST", url, headers=headers, body=body, deadline=time.monotonic() + 3)
+    except wire.WireError as exc:
+        sender.problems.append(f"could not move the session back to running: {exc}")
+
+
+def print_output(output: dict | None) -> None:
+    if output is not None:
+        sys.stdout.write(json.dumps(output, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
