@@ -118,6 +118,24 @@ def test_outside_a_git_repository_it_writes_and_uploads_without_committing(start
     ]
 
 
+def test_in_an_ignored_folder_of_another_repository_it_does_not_commit(start, repo):
+    # given a workdir inside a checkout that ignores it (`make run` from a clone: var/workspaces/...)
+    commit_file(repo, ".gitignore", "var/\n", "ignore var")
+    inside = repo / "var" / "workspaces" / "session_1"
+    inside.mkdir(parents=True)
+    head = git(repo, "rev-parse", "HEAD").strip()
+
+    process, task, session = start(workdir=inside)
+    out, _ = process.communicate(timeout=60)
+
+    # then it writes and uploads its notes and ends well, and the outer repository is untouched
+    assert process.returncode == 0, out
+    assert (inside / f"NOTES-task-{task.pk}.md").exists()
+    assert Milestone.objects.get(session_id=session).text == f"Notes for task #{task.pk} written"
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert "the workdir is not a git repository" in out
+
+
 def test_it_asks_the_product_owner_and_writes_the_answer_into_its_notes(start, repo):
     process, task, session = start("Pick the colours.\nask: Which palette, warm or cool?", DEMO_AGENT_ANSWER_WAIT="30")
     question = wait_for(

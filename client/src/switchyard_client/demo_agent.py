@@ -241,7 +241,11 @@ class DemoAgent:
         time.sleep(seconds / self.speed)
 
     def is_git_repo(self) -> bool:
-        return self.git("rev-parse", "--is-inside-work-tree", check=False).stdout.strip() == "true"
+        """The workdir is a checkout of its own (a worktree), not a folder inside another repository:
+        a session workspace under a project that is itself a git checkout (`make run` from a clone)
+        is ignored by that repository, and its notes are not that repository's to commit."""
+        top = self.git("rev-parse", "--show-toplevel", check=False).stdout.strip()
+        return bool(top) and os.path.realpath(top) == os.path.realpath(self.workdir)
 
     def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         env = dict(os.environ)
