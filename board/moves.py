@@ -152,6 +152,12 @@ def task_move(
 
 def _move_save(task: Task, *, status: str, rank: int) -> None:
     fields = ["status", "rank", "updated_at"]
+    if status in (Task.Status.BACKLOG, Task.Status.READY) and (task.assignee_id or task.session_id):
+        # Open work again (a failed or reviewed card sent back): nobody holds it, so any agent, or a
+        # run, may claim it; who worked it before stays in its claims.
+        task.assignee = None
+        task.session = None
+        fields += ["assignee", "session"]
     if status not in TERMINAL and task.finished_at is not None and task.status in TERMINAL:
         # Back from done or failed: it is open work again.
         task.finished_at = None

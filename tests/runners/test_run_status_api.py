@@ -7,7 +7,7 @@ from board.models import Task, TaskClaim
 from config.api.errors import LEASE_LOST
 from ledger.models import Event
 from runners.models import Run
-from runners.services import run_cancel, run_requeue_lost, run_transition
+from runners.services import run_cancel, run_queue, run_requeue_lost, run_transition
 from sessions_app.actors import SYSTEM
 from sessions_app.models import AgentApiKey, AgentSession, Milestone
 from tests.runners.runner_clients import client_with_key, next_runs, report, take_and_start, world_state
@@ -117,6 +117,28 @@ def test_failed_fails_the_task_with_the_exit_code_and_the_log_lines(runner_clien
     assert TaskClaim.objects.get(task=stored.task).outcome == "failed"
     assert stored.session.status == "failed"
     assert AgentApiKey.objects.get(session=stored.session).revoked_at is not None
+
+
+def test_a_failed_task_run_again_is_claimed_by_the_new_run(runner_client, run, person):
+    # given a run that failed, its task in Failed with the run's agent still shown on the card
+    _running(runner_client, run)
+    report(runner_client, run.pk, "failed", exit_code=1, error="boom")
+    run.refresh_from_db()
+    assert Task.objects.values_list("status", "assignee").get(pk=run.task_id) == ("failed", run.agent_id)
+
+    # when a person presses Run again: the card goes back to Ready, unassigned
+    again = run_queue(actor=person, task=Task.objects.get(pk=run.task_id), provider="demo")
+    assert Task.objects.values_list("status", "assignee", "session").get(pk=run.task_id) == ("ready", None, None)
+
+    # then the same runner's agent starts it and claims the task again
+    started = take_and_start(runner_client, again)
+    again.refresh_from_db()
+    task = Task.objects.get(pk=run.task_id)
+    assert (task.status, task.assignee_id, task.session_id) == ("in_progress", again.agent_id, started["session"])
+    assert list(TaskClaim.objects.filter(task=task).order_by("id").values_list("outcome", flat=True)) == [
+        "failed",
+        "open",
+    ]
 
 
 def test_a_run_that_could_not_start_fails_without_a_session(runner_client, run):
