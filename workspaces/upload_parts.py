@@ -59,8 +59,9 @@ def _remove_if_stale(name: str, dir_fd: int, cutoff: float) -> bool:
     return True
 
 
-def upload_parts_sweep_in_background() -> None:
-    """The web start's sweep, off the start-up path: a large tree must not delay serving."""
+def upload_parts_sweep_in_background() -> threading.Thread:
+    """The web start's sweep, off the start-up path: a large tree must not delay serving. Returns
+    its thread (started)."""
 
     def sweep() -> None:
         try:
@@ -68,4 +69,6 @@ def upload_parts_sweep_in_background() -> None:
         except OSError:
             logger.exception("the start-up sweep of upload temporaries failed; the reconcile tries again")
 
-    threading.Thread(target=sweep, name="upload-parts-sweep", daemon=True).start()
+    thread = threading.Thread(target=sweep, name="upload-parts-sweep", daemon=True)
+    thread.start()
+    return thread

@@ -3,7 +3,6 @@ tests/config/test_chunked_upload_server.py), only once no upload can still be wr
 and are never artifacts."""
 
 import os
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -90,8 +89,9 @@ def test_the_start_up_sweep_runs_beside_start_up(folders):
     stale = write(root / "work_products" / part_name("x.bin"), b"x", age_seconds=3700)
     fresh = write(root / "work_products" / part_name("y.bin"), b"y")
 
-    upload_parts_sweep_in_background()
-    [sweep] = [t for t in threading.enumerate() if t.name == "upload-parts-sweep"]
+    # The thread may be done before anyone looks for it by name: the call hands it back.
+    sweep = upload_parts_sweep_in_background()
+    assert sweep.name == "upload-parts-sweep" and sweep.daemon
     sweep.join(timeout=30)
 
     assert not sweep.is_alive()
