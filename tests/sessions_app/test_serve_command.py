@@ -74,11 +74,25 @@ def _get(url: str):
 
 
 def _alive(pid: int) -> bool:
+    """Running, not only a zombie: an orphan that exited waits for its new parent to reap it."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _described(pids) -> list[str]:
+    """Each pid still running with its command line, for a failure that says who outlived serve."""
+    found = []
+    for pid in sorted(pids):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[:2]
+        except FileNotFoundError:
+            continue
+        found.append(f"{pid} state={state[0]} ppid={state[1]} {argv.strip()}")
+    return found
 
 
 # --- A crash cannot split serve from its children; one serve per var/ ---------------------------
@@ -142,8 +156,10 @@ def test_kill_9_of_serve_takes_every_child_and_grandchild_with_it(migrated_env, 
         serve.wait(timeout=10)
 
         # then every process it started goes too
-        wait_for(lambda: not any(_alive(pid) for pid in family), timeout=60, interval=0.2, message="the orphans to die")
-        assert [pid for pid in family if _alive(pid)] == []
+        try:
+            wait_for(lambda: not any(_alive(pid) for pid in family), timeout=60, interval=0.2, message="the orphans")
+        except AssertionError:
+            pytest.fail(f"still running 60 s after serve died: {_described(p for p in family if _alive(p))}")
     finally:
         for pid in family:
             if _alive(pid):
