@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 
+from board.card_extras import card_extra_annotations
 from board.cards import card_html
 from board.models import Campaign, Task
 from config.api.errors import DomainError
@@ -56,6 +57,7 @@ def board_task_list() -> QuerySet[Task]:
 
     ``run_status``/``run_runner``: the task's active run, if any, for the card's badge. Subqueries
     in the one query, each an index lookup (``run_one_active_per_task`` is a partial unique index).
+    What apps above board show on cards (``board/card_extras.py``) is annotated in the same query.
     """
     active = Run.objects.filter(task=OuterRef("pk"), status__in=Run.ACTIVE)
     return (
@@ -64,6 +66,7 @@ def board_task_list() -> QuerySet[Task]:
         .annotate(
             run_status=Subquery(active.values("status")[:1]),
             run_runner=Subquery(active.values("runner__name")[:1]),
+            **card_extra_annotations(),
         )
         .order_by("rank", "id")
     )

@@ -10,6 +10,7 @@ import threading
 
 from django.template.loader import render_to_string
 
+from board.card_extras import card_extra_values, card_extras
 from board.models import Task
 from board.templatetags.board_tags import age
 
@@ -34,6 +35,7 @@ def _key(task: Task, prefix: str, oob: bool) -> tuple:
         # The active run's badge (annotated by board_task_list; absent on a task read elsewhere).
         getattr(task, "run_status", None),
         getattr(task, "run_runner", None),
+        card_extra_values(task),
         prefix,
         oob,
     )
@@ -43,7 +45,10 @@ def card_html(task: Task, *, task_url_prefix: str, oob: bool = False) -> str:
     key = _key(task, task_url_prefix, oob)
     html = _cards.get(key)
     if html is None:
-        html = render_to_string("board/_card.html", {"task": task, "oob": oob, "task_url_prefix": task_url_prefix})
+        html = render_to_string(
+            "board/_card.html",
+            {"task": task, "oob": oob, "task_url_prefix": task_url_prefix, "card_extras": card_extras()},
+        )
         with _lock:
             if len(_cards) >= CARDS_KEPT:
                 _cards.pop(next(iter(_cards)))  # the oldest entry: dicts keep insertion order

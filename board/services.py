@@ -5,6 +5,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from board.claim_gates import ClaimRefusal, claim_refusal
 from board.claim_sql import claim_in_one_statement, claim_take_params, claim_take_sql
 from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task, TaskClaim
@@ -160,7 +161,14 @@ def _claim(*, task_id: int, agent: Agent, session: AgentSession | None, actor: A
     return _claim_take(where="id = %s", params=[task_id], agent=agent, session=session, actor=actor)
 
 
-def _claim_best(*, agent: Agent, session: AgentSession | None, campaign: Campaign | None, actor: Actor) -> Task | None:
+def _claim_best(
+    *,
+    agent: Agent,
+    session: AgentSession | None,
+    campaign: Campaign | None,
+    actor: Actor,
+    refused: ClaimRefusal | None = None,
+) -> Task | None:
     """Pick and take the best ready task in one statement. Caller holds a transaction (or, on
     PostgreSQL, autocommit: see single_statement_atomic).
 
@@ -176,11 +184,17 @@ def _claim_best(*, agent: Agent, session: AgentSession | None, campaign: Campaig
     table = db.ops.quote_name(Task._meta.db_table)
     lock = " FOR UPDATE SKIP LOCKED" if db.features.has_select_for_update_skip_locked else ""
     campaign_filter = " AND campaign_id = %s" if campaign is not None else ""
+    params = [Task.Status.READY, agent.slug] + ([campaign.pk] if campaign is not None else [])
+    if refused is not None:
+        # Tasks the gates leave alone (exceeded budgets): part of the pick both claim paths share.
+        for column, ids in (("campaign_id", refused.campaign_ids), ("id", refused.task_ids)):
+            if ids:
+                campaign_filter += f" AND ({column} IS NULL OR {column} NOT IN ({', '.join(['%s'] * len(ids))}))"
+                params += sorted(ids)
     pick = (
         f"id = (SELECT id FROM {table} WHERE {_CLAIMABLE} AND (suggested_agent = '' OR suggested_agent = %s)"
         f"{campaign_filter} ORDER BY priority, rank, id LIMIT 1{lock})"
     )
-    params = [Task.Status.READY, agent.slug] + ([campaign.pk] if campaign is not None else [])
     return _claim_take(where=pick, params=params, agent=agent, session=session, actor=actor, checked=True)
 
 
@@ -193,18 +207,36 @@ def _check_claimant(*, agent: Agent, session: AgentSession | None) -> None:
         raise DomainError(f"Agent {agent.slug!r} is paused and takes no work.", code="conflict")
 
 
+def _claim_refused(*, agent: Agent, campaign: Campaign | None) -> ClaimRefusal | None:
+    """What the gates of apps above board (usage's budgets: board/claim_gates.py) keep from this agent;
+    a 409 saying why when that is everything it asked for."""
+    refused = claim_refusal(agent=agent)
+    if refused is None:
+        return None
+    if refused.reason:
+        raise DomainError(f"Agent {agent.slug!r} is handed no new task: {refused.reason}", code="conflict")
+    if campaign is not None and campaign.pk in refused.campaign_ids:
+        raise DomainError(
+            f"Campaign {campaign.pk} hands out no new task: its budget is exceeded; raise it to go on.",
+            code="conflict",
+        )
+    return refused
+
+
 def task_claim_next(
     *, actor: Actor, agent: Agent, session: AgentSession | None = None, campaign: Campaign | None = None
 ) -> Task | None:
     """Claim the best ready task: highest priority, then best rank, then oldest. None if there is none.
 
-    Tasks suggested for another agent are left to it.
+    Tasks suggested for another agent are left to it, and tasks an exceeded budget stops are left
+    alone (board/claim_gates.py).
     """
     _check_claimant(agent=agent, session=session)
+    refused = _claim_refused(agent=agent, campaign=campaign)
     for _ in range(CLAIM_ATTEMPTS):
         try:
             with single_statement_atomic():  # the claim is one statement on PostgreSQL (_claim_take)
-                task = _claim_best(agent=agent, session=session, campaign=campaign, actor=actor)
+                task = _claim_best(agent=agent, session=session, campaign=campaign, actor=actor, refused=refused)
             return task
         except IntegrityError:
             continue  # an open claim on that task already existed; pick again

@@ -28,13 +28,25 @@ upload_parts_sweep_in_background()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.utils.module_loading import import_string  # noqa: E402
 
 from config.routing import websocket_urlpatterns  # noqa: E402
 from config.ws_origin import SameOriginValidator  # noqa: E402
 
+# /mcp is MCP's Streamable HTTP transport (sessions_app/mcp_http.py), not a Django view: the SDK's
+# transport streams its answers from its own task group. Named, as config/urls.py names views.
+mcp_http_app = import_string("sessions_app.mcp_http.application")
+
+
+async def http_app(scope, receive, send):
+    if scope["path"] == "/mcp" or scope["path"].startswith("/mcp/"):
+        return await mcp_http_app(scope, receive, send)
+    return await django_asgi_app(scope, receive, send)
+
+
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_app,
         # Scheme, host and port of the Origin must be the site's own (config/ws_origin.py).
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

@@ -30,6 +30,7 @@ urlpatterns = [
     path("", include("sessions_app.pages.urls")),
     path("", include("workspaces.pages.urls")),
     path("", include("runners.pages.urls")),
+    path("", include("usage.budget_urls")),  # the card panel's budget box
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -84,10 +84,19 @@ class WebhookSubscriptionForm(forms.ModelForm):
         help_text="Write-only. Leave blank to keep the current one; a new subscription left blank "
         "gets a generated secret, shown once after saving.",
     )
+    # Optional: a form (or a script) that does not send it keeps Switchyard's own format.
+    format = forms.ChoiceField(
+        choices=WebhookSubscription.Format.choices,
+        required=False,
+        help_text=WebhookSubscription._meta.get_field("format").help_text,
+    )
 
     class Meta:
         model = WebhookSubscription
-        fields = ("url", "event_names", "active", "description")
+        fields = ("url", "event_names", "format", "active", "description")
+
+    def clean_format(self) -> str:
+        return self.cleaned_data.get("format") or self.instance.format or WebhookSubscription.Format.SWITCHYARD
 
     def clean(self):
         data = super().clean()
@@ -107,7 +116,7 @@ class WebhookSubscriptionAdmin(admin.ModelAdmin):
     list_filter = ("active",)
     search_fields = ("url", "description")
     ordering = ("url", "id")
-    fields = ("url", "event_names", "new_secret", "active", "description")
+    fields = ("url", "event_names", "format", "new_secret", "active", "description")
 
     @admin.display(description="events")
     def events(self, obj):

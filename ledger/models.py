@@ -79,8 +79,19 @@ class WebhookSubscription(TimeStampedModel):
     event_names = models.JSONField(
         default=list, blank=True, help_text='Event names ("task.claimed"), prefixes ("task.*"); empty or "*" for all.'
     )
+
+    class Format(models.TextChoices):
+        SWITCHYARD = "switchyard", "Switchyard (the event as signed JSON)"  # webhook_event_body
+        SLACK = "slack", "Slack incoming webhook (text and blocks)"  # ledger/webhook_slack.py
+
     active = models.BooleanField(default=True)
     description = models.CharField(max_length=200, blank=True)
+    format = models.CharField(
+        max_length=16,
+        choices=Format.choices,
+        default=Format.SWITCHYARD,
+        help_text="Slack: a message Slack's incoming webhooks accept (a waiting question with a link to its session).",
+    )
 
     class Meta:
         ordering = ["url", "id"]

@@ -54,6 +54,7 @@ from config.cache import shared_cache
 from config.side_effects import after_commit, enqueue_task, registered_task
 from ledger.models import Event, WebhookDelivery, WebhookSubscription
 from ledger.webhook_deadline import DeliveryDeadline, deadline_error
+from ledger.webhook_slack import slack_message_body
 
 logger = logging.getLogger(__name__)
 
@@ -140,17 +141,26 @@ def webhook_subscription_check(*, url: str, event_names: list) -> None:
 
 @transaction.atomic
 def webhook_subscribe(
-    *, url: str, event_names: list[str] | None = None, secret: str = "", active: bool = True, description: str = ""
+    *,
+    url: str,
+    event_names: list[str] | None = None,
+    secret: str = "",
+    active: bool = True,
+    description: str = "",
+    format: str = WebhookSubscription.Format.SWITCHYARD,
 ) -> WebhookSubscription:
     """A new subscription; with no secret given one is generated (read it from the result once)."""
     event_names = event_names or []
     webhook_subscription_check(url=url, event_names=event_names)
+    if format not in WebhookSubscription.Format.values:
+        raise DomainError(f"format must be one of {', '.join(WebhookSubscription.Format.values)}; got {format!r}.")
     subscription = WebhookSubscription.objects.create(
         url=url,
         secret=secret or webhook_secret_generate(),
         event_names=event_names,
         active=active,
         description=description,
+        format=format,
     )
     _flag_clear()
     return subscription
@@ -317,7 +327,10 @@ def webhook_deliver(*, delivery_id: int, client: httpx.Client | None = None) -> 
 
 
 def _post(delivery: WebhookDelivery, client: httpx.Client, deadline: DeliveryDeadline) -> Attempt:
-    body = webhook_event_body(delivery.event)
+    if delivery.subscription.format == WebhookSubscription.Format.SLACK:
+        body = slack_message_body(delivery.event)  # the message Slack's incoming webhooks accept
+    else:
+        body = webhook_event_body(delivery.event)
     timestamp = str(int(time.time()))
     headers = {
         "Content-Type": "application/json",

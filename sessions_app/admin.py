@@ -384,5 +384,6 @@ class MilestoneAdmin(admin.ModelAdmin):
         return Truncator(obj.text).chars(100)
 
 
-# Failed logins and their unlock (django-axes), beside the rest of what engineers repair here.
-from sessions_app import lockout_admin  # noqa: E402, F401
+# Failed logins and their unlock (django-axes), beside the rest of what engineers repair here; and the
+# tool policy (which tool uses wait for a person's Allow / Deny).
+from sessions_app import lockout_admin, tool_policy_admin  # noqa: E402, F401

@@ -12,6 +12,7 @@ from django.db import transaction
 from config.api.errors import DomainError
 from ledger.redaction import redact_text
 from sessions_app.actors import Actor
+from sessions_app.elicitations import ELICITATION_CHOICES, elicitation_content, is_elicitation_question
 from sessions_app.live import session_push
 from sessions_app.models import AgentSession, StreamEvent
 from sessions_app.permission_requests import PERMISSION_CHOICES, answers_wake, is_permission_question
@@ -23,11 +24,14 @@ Status = AgentSession.Status
 
 
 @transaction.atomic
-def session_answer_input(*, actor: Actor, session: AgentSession, answer: str, decision: str = "") -> StreamEvent:
+def session_answer_input(
+    *, actor: Actor, session: AgentSession, answer: str, decision: str = "", form: dict[str, str] | None = None
+) -> StreamEvent:
     """Store a person's answer as an ``input_request`` event and move the session back to running.
 
     A permission question (permission_requests.py) is answered with ``decision`` "allow" or "deny",
-    ``answer`` being an optional message; any other question with text.
+    ``answer`` being an optional message; an MCP elicitation (elicitations.py) with "accept" (and the
+    ``form``'s ``field:*`` values), "decline" or "cancel"; any other question with text.
     Locks the session row, so two people answering at once store one answer: the second finds
     the session running and gets a 409.
     """
@@ -51,18 +55,28 @@ def session_answer_input(*, actor: Actor, session: AgentSession, answer: str, de
         "in_reply_to": question.seq if question else None,
         "answered_by": actor.user.get_username() if actor.user is not None else actor.label,
     }
-    payload.update(_decision(question, decision))
+    payload.update(_decision(question, decision, form or {}))
     event = append_system_event(session=session, type=StreamEvent.Type.INPUT_REQUEST, payload=payload)
     session_push(session_id=session.pk, seqs=(event.seq, event.seq))
-    verb = {"allow": "allowed", "deny": "denied"}.get(payload.get("decision", ""), "answered")
+    verb = {"allow": "allowed", "deny": "denied", "accept": "accepted", "decline": "declined", "cancel": "cancelled"}
+    verb = verb.get(payload.get("decision", ""), "answered")
     session_transition(actor=actor, session=session, status=Status.RUNNING, reason=f"{verb} by {actor.label}")
     # The agent's long poll (permission_requests.py) answers as soon as this is committed.
     transaction.on_commit(answers_wake)
     return event
 
 
-def _decision(question: StreamEvent | None, decision: str) -> dict:
-    """The ``decision`` field of an answer: required for a permission question, refused otherwise."""
+def _decision(question: StreamEvent | None, decision: str, form: dict[str, str]) -> dict:
+    """The ``decision`` field of an answer: required for a permission question or an elicitation
+    (with its ``content`` when accepted), refused otherwise."""
+    if is_elicitation_question(question):
+        if decision not in ELICITATION_CHOICES:
+            raise DomainError("Choose Accept, Decline or Cancel: an MCP server asks for input.")
+        if decision != "accept":
+            return {"decision": decision}
+        schema = question.payload.get("requested_schema")
+        order = question.payload.get("field_order")
+        return {"decision": decision, "content": elicitation_content(schema=schema, form=form, order=order)}
     if not is_permission_question(question):
         if decision:
             raise DomainError("This question is answered with text, not with Allow or Deny.")

@@ -210,3 +210,43 @@ class Milestone(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+
+class ToolPolicy(TimeStampedModel):
+    """A rule for the tool uses Claude Code announces with PreToolUse (sessions_app/tool_policy.py):
+    ``pattern`` is ``Tool`` or ``Tool(argument)``, both shell-style globs (fnmatch); the first enabled
+    rule that matches decides, an agent's own rules before the global ones (no agent)."""
+
+    class Action(models.TextChoices):
+        ASK = "ask", "Ask a person"  # the hook waits for Allow / Deny on the session page or the card
+        DENY = "deny", "Deny"  # refused at once, with the rule as the reason
+        ALLOW = "allow", "Allow"  # no question: exempts uses a broader "ask" rule below would catch
+
+    agent = models.ForeignKey(
+        Agent,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="tool_policies",
+        help_text="Empty: a global rule, for every agent (after the agent's own).",
+    )
+    pattern = models.CharField(
+        max_length=500, help_text="Tool or Tool(argument), shell-style globs: Bash(rm *), Write, mcp__*."
+    )
+    action = models.CharField(max_length=8, choices=Action.choices, default=Action.ASK)
+    position = models.PositiveIntegerField(
+        default=100, help_text="Lower first, within the agent's or the global rules."
+    )
+    enabled = models.BooleanField(default=True)
+    note = models.CharField(max_length=200, blank=True, help_text="Why: shown to the person asked.")
+
+    class Meta:
+        ordering = ["agent_id", "position", "id"]
+        verbose_name_plural = "tool policies"
+        indexes = [models.Index(fields=["agent", "position"], name="toolpolicy_agent_pos", condition=Q(enabled=True))]
+        constraints = [
+            models.CheckConstraint(condition=Q(action__in=["ask", "deny", "allow"]), name="toolpolicy_action_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pattern} → {self.action}"

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models.functions import RowNumber
 
 from board.models import Task
 from config.api.errors import DomainError
@@ -20,6 +21,8 @@ PAGE_SIZE = 25
 DETAIL_EVENTS = 100  # the newest events a detail page opens with; the rest are in the events API
 DETAIL_TOOL_CALLS = 200
 DETAIL_CHECKPOINTS = 20
+DETAIL_SUBAGENTS = 50
+SUBAGENT_TOOL_CALLS = 50  # each subagent's first calls in the tree; its own page has them all
 LIVE_EVENTS = 100  # a push of a 1,000-event batch redraws its newest events only
 SEARCH_MAX_CHARS = 200
 SEARCH_CONFIG = "english"
@@ -89,7 +92,48 @@ class SessionDetail:
     checkpoints: list[Checkpoint]
     artifacts: list = field(default_factory=list)
     question: StreamEvent | None = None
-    children: list[AgentSession] = field(default_factory=list)
+    children: list["Subagent"] = field(default_factory=list)
+
+
+@dataclass
+class Subagent:
+    """A child session in the session page's tree: a Claude Code subagent (the hook opens one per
+    ``agent_id``) or a session an orchestrator started under this one."""
+
+    session: AgentSession
+    tool_calls: list[ToolInvocation]
+    tool_call_count: int
+
+    @property
+    def kind(self) -> str:
+        metadata = self.session.metadata if isinstance(self.session.metadata, dict) else {}
+        return str(metadata.get("agent_type") or self.session.agent)
+
+    @property
+    def tool_calls_hidden(self) -> int:
+        return self.tool_call_count - len(self.tool_calls)
+
+
+def session_subagents(*, session: AgentSession) -> list[Subagent]:
+    """The session's children, oldest first, each with its tool-call count and first calls: two
+    queries however many children (none for the calls when there are no children)."""
+    children = list(
+        session.children.select_related("agent")
+        .annotate(tool_call_count=Count("tool_calls"))
+        .order_by("created_at", "id")[:DETAIL_SUBAGENTS]
+    )
+    if not children:
+        return []
+    calls: dict[str, list[ToolInvocation]] = {child.pk: [] for child in children}
+    first_calls = (
+        ToolInvocation.objects.filter(session_id__in=list(calls))
+        .annotate(n=Window(RowNumber(), partition_by=F("session_id"), order_by=[F("started_at"), F("id")]))
+        .filter(n__lte=SUBAGENT_TOOL_CALLS)
+        .order_by("session_id", "started_at", "id")
+    )
+    for call in first_calls:
+        calls[call.session_id].append(call)
+    return [Subagent(session=c, tool_calls=calls[c.pk], tool_call_count=c.tool_call_count) for c in children]
 
 
 def session_detail_get(*, session_id: str) -> SessionDetail:
@@ -118,7 +162,7 @@ def session_detail_get(*, session_id: str) -> SessionDetail:
         ),
         artifacts=artifacts,
         question=session_question(session=session) if session.status == AgentSession.Status.WAITING_FOR_INPUT else None,
-        children=list(session.children.select_related("agent").order_by("created_at")[:50]),
+        children=session_subagents(session=session),
     )
 
 

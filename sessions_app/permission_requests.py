@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from config.api.errors import DomainError
+from sessions_app.elicitations import is_elicitation_question
 from sessions_app.models import AgentSession, StreamEvent
 from sessions_app.selectors import session_question
 
@@ -108,4 +109,12 @@ def waiting_question_summary(*, session: AgentSession) -> dict:
     if is_permission_question(question):
         summary["choices"] = list(PERMISSION_CHOICES)
         summary["request_id"] = question.client_id
+    elif is_elicitation_question(question):
+        summary["choices"] = list(payload["choices"])
+        summary["request_id"] = question.client_id
+        if payload.get("mcp_server_name"):
+            summary["mcp_server_name"] = str(payload["mcp_server_name"])[:200]
+        schema = payload.get("requested_schema")
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        summary["fields"] = list(properties)[:50] if isinstance(properties, dict) else []
     return summary

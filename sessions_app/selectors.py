@@ -145,10 +145,10 @@ def session_resume(*, session: AgentSession) -> ResumeState:
 
 
 def session_question(*, session: AgentSession) -> StreamEvent | None:
-    """The newest ``input_request`` event that asks rather than answers, if any."""
-    return (
-        StreamEvent.objects.filter(session=session, type=StreamEvent.Type.INPUT_REQUEST)
-        .exclude(payload__has_key="answer")
-        .order_by("-seq")
-        .first()
-    )
+    """The newest ``input_request`` event that asks rather than answers, if nobody answered it yet:
+    a session that waits again later (its turn ended) is not shown an old question as open."""
+    questions = StreamEvent.objects.filter(session=session, type=StreamEvent.Type.INPUT_REQUEST)
+    question = questions.exclude(payload__has_key="answer").order_by("-seq").first()
+    if question is None or questions.filter(seq__gt=question.seq, payload__in_reply_to=question.seq).exists():
+        return None
+    return question

@@ -52,6 +52,9 @@ class UsageItem:
     cache_creation_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
     duration_ms: int | None = None
+    # A tool span's own start and outcome, for the tool-call row it also becomes (usage.tool_spans).
+    started_at: dt.datetime | None = None
+    error: str = ""
 
 
 @dataclass
@@ -217,6 +220,13 @@ def _first(attrs: dict, *keys: str):
     return None
 
 
+def _span_error(span, attrs: dict) -> str:
+    """What went wrong in a span whose status is ERROR (OTLP StatusCode 2); "" when it went well."""
+    if span.status.code != 2:
+        return ""
+    return _text(span.status.message or attrs.get("error.type") or "error", 2000)
+
+
 def traces_usage(message) -> Extracted:
     """The usage rows in an ExportTraceServiceRequest."""
     out = Extracted(items=[])
@@ -256,7 +266,9 @@ def _gen_ai_span(span, attrs: dict, resource: dict) -> UsageItem | None:
         "duration_ms": duration,
     }
     if operation == "execute_tool" or (tool and not operation):
-        return UsageItem(**common, tool_name=tool or _text(span.name, 200))
+        return UsageItem(
+            **common, tool_name=tool or _text(span.name, 200), started_at=started, error=_span_error(span, attrs)
+        )
     tokens = {
         "input_tokens": _count(
             "gen_ai.usage.input_tokens", _first(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")

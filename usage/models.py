@@ -1,6 +1,8 @@
 from django.db import models
 from django.db.models import Q
 
+from config.models import TimeStampedModel
+
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
 
 
@@ -64,3 +66,71 @@ class UsageRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model or self.tool_name or self.operation} {self.input_tokens}+{self.output_tokens} tokens"
+
+
+class Budget(TimeStampedModel):
+    """A spending limit (tokens, US dollars or both) on a task, an agent, a campaign or a day.
+
+    At WARN_PERCENT of a limit a ``budget.warning`` event is recorded once; at 100 % ``budget.exceeded``:
+    the agent's sessions under it are asked "budget exceeded: raise it or stop" before their next tool
+    use, and claim-next hands the agent (or the campaign's tasks) no new work. usage/budgets.py says how.
+    """
+
+    class Scope(models.TextChoices):
+        TASK = "task", "Task"  # the usage recorded against one task
+        AGENT = "agent", "Agent"  # all of one agent's usage
+        CAMPAIGN = "campaign", "Campaign"  # the usage of the campaign's tasks
+        DAY = "day", "Day"  # each UTC day's usage: every agent's, or one agent's when agent is set
+
+    scope = models.CharField(max_length=16, choices=Scope.choices)
+    task = models.ForeignKey("board.Task", null=True, blank=True, on_delete=models.CASCADE, related_name="budgets")
+    agent = models.ForeignKey(
+        "sessions_app.Agent", null=True, blank=True, on_delete=models.CASCADE, related_name="budgets"
+    )
+    campaign = models.ForeignKey(
+        "board.Campaign", null=True, blank=True, on_delete=models.CASCADE, related_name="budgets"
+    )
+    # Input plus output tokens (cache reads, cheap and large, count through limit_usd); either limit or both.
+    limit_tokens = models.BigIntegerField(null=True, blank=True)
+    limit_usd = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    # When the spend crossed WARN_PERCENT and 100 % (for a day budget: on the day of that date);
+    # cleared when the limit is raised above the spend.
+    warned_at = models.DateTimeField(null=True, blank=True)
+    exceeded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["scope", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(limit_tokens__isnull=False) | Q(limit_usd__isnull=False), name="budget_has_a_limit"
+            ),
+            models.CheckConstraint(
+                condition=(Q(limit_tokens__isnull=True) | Q(limit_tokens__gt=0))
+                & (Q(limit_usd__isnull=True) | Q(limit_usd__gt=0)),
+                name="budget_limits_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(scope="task", task__isnull=False, agent__isnull=True, campaign__isnull=True)
+                | Q(scope="agent", agent__isnull=False, task__isnull=True, campaign__isnull=True)
+                | Q(scope="campaign", campaign__isnull=False, task__isnull=True, agent__isnull=True)
+                | Q(scope="day", task__isnull=True, campaign__isnull=True),
+                name="budget_scope_matches_target",
+            ),
+            models.UniqueConstraint(fields=["task"], condition=Q(scope="task"), name="budget_one_per_task"),
+            models.UniqueConstraint(fields=["agent"], condition=Q(scope="agent"), name="budget_one_per_agent"),
+            models.UniqueConstraint(fields=["campaign"], condition=Q(scope="campaign"), name="budget_one_per_campaign"),
+            models.UniqueConstraint(
+                fields=["agent"], condition=Q(scope="day", agent__isnull=False), name="budget_one_day_per_agent"
+            ),
+            models.UniqueConstraint(
+                fields=["scope"], condition=Q(scope="day", agent__isnull=True), name="budget_one_day_for_all"
+            ),
+        ]
+        indexes = [
+            # claim-next and PreToolUse look only at exceeded budgets.
+            models.Index(fields=["scope"], condition=Q(exceeded_at__isnull=False), name="budget_exceeded"),
+        ]
+
+    def __str__(self) -> str:
+        target = self.task_id or self.campaign_id or (self.agent_id if self.agent_id else "all agents")
+        return f"{self.get_scope_display()} budget ({target})"

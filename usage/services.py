@@ -2,11 +2,14 @@
 
 from django.db import transaction
 
+from board.live import board_push_tasks
 from config.api.errors import DomainError
 from sessions_app.actors import Actor
 from sessions_app.models import AgentSession
+from usage.budgets import budgets_evaluate
 from usage.extract import UsageItem
 from usage.models import UsageRecord
+from usage.tool_spans import tool_spans_record
 
 INSERT_BATCH = 500
 
@@ -27,9 +30,11 @@ def usage_records_ingest(*, actor: Actor, items: list[UsageItem]) -> int:
         return 0
     sessions = _sessions_named(actor, {item.external_session_id for item in items} - {""})
     fallback = _bound_session(actor)
-    rows = []
+    rows, tool_spans = [], []
     for item in items:
         session = sessions.get(item.external_session_id, fallback)
+        if session is not None and item.source == UsageRecord.Source.OTLP_SPAN and item.tool_name:
+            tool_spans.append((session, item))
         rows.append(
             UsageRecord(
                 agent=agent,
@@ -54,13 +59,20 @@ def usage_records_ingest(*, actor: Actor, items: list[UsageItem]) -> int:
         # A row already stored (a retried batch, or the same record twice in one) is skipped by
         # the unique (agent, idempotency_key) constraint, not looked up first.
         UsageRecord.objects.bulk_create(rows, batch_size=INSERT_BATCH, ignore_conflicts=True)
+        # In the same transaction: a warning or an exceeding commits with the usage that caused it.
+        task_ids = {row.task_id for row in rows if row.task_id is not None}
+        budgets_evaluate(agent_id=agent.pk, task_ids=task_ids)
+        # The cards of these tasks show what they spent: pushed once, after commit.
+        board_push_tasks(task_ids=task_ids)
+    if tool_spans:
+        tool_spans_record(spans=tool_spans)
     return len(rows)
 
 
 def _sessions_named(actor: Actor, ids: set[str]) -> dict[str, AgentSession]:
     if not ids:
         return {}
-    found = AgentSession.objects.filter(pk__in=ids).only("id", "agent_id", "parent_id", "task_id")
+    found = AgentSession.objects.filter(pk__in=ids).only("id", "agent_id", "parent_id", "task_id", "status")
     return {session.pk: session for session in found if actor.may_touch_session(session)}
 
 
@@ -68,4 +80,4 @@ def _bound_session(actor: Actor) -> AgentSession | None:
     bound = actor.bound_session_id
     if bound is None:
         return None
-    return AgentSession.objects.filter(pk=bound).only("id", "task_id").first()
+    return AgentSession.objects.filter(pk=bound).only("id", "agent_id", "task_id", "status").first()

@@ -385,3 +385,10 @@ WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
 # The whole delivery (connect, send, the answer's headers and excerpt) ends after this long, however
 # slowly a receiver drips its answer: WEBHOOK_TIMEOUT_SECONDS bounds each read, not their sum.
 WEBHOOK_DEADLINE_SECONDS = env_int("WEBHOOK_DEADLINE_SECONDS", 10, minimum=1)
+# Where people reach this app (https://switchyard.example.com): links in messages sent elsewhere (a
+# Slack webhook's "Open the session"). Empty: those messages name the page's path without a link.
+PUBLIC_URL = env_str("SWITCHYARD_PUBLIC_URL", "").strip().rstrip("/")
+if PUBLIC_URL and not re.match(r"^https?://[^/\s]+", PUBLIC_URL):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"SWITCHYARD_PUBLIC_URL must be an http(s) URL; got {PUBLIC_URL!r}.")

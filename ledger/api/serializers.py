@@ -28,6 +28,26 @@ class ToolCallOutput(serializers.ModelSerializer):
         ]
 
 
+class ToolPolicyVerdictOutput(serializers.Serializer):
+    decision = serializers.ChoiceField(
+        choices=["ask", "deny"], help_text="ask: a person decides (read the answer at request_id); deny: refused."
+    )
+    pattern = serializers.CharField(help_text="The rule that matched (sessions_app/tool_policy.py).")
+    reason = serializers.CharField()
+    request_id = serializers.CharField(
+        required=False, help_text="With ask: GET sessions/{id}/input-requests/{request_id}/?wait=N for the answer."
+    )
+
+
+class ToolCallStartedOutput(ToolCallOutput):
+    """A call just recorded: with ``policy`` when the server's tool policy marks it."""
+
+    policy = ToolPolicyVerdictOutput(required=False, help_text="Absent when no rule marks the call.")
+
+    class Meta(ToolCallOutput.Meta):
+        fields = [*ToolCallOutput.Meta.fields, "policy"]
+
+
 class ToolCallInput(StrictSerializer):
     id = ClientIdField(help_text="Client id, e.g. the tool_use_id; retries with it never duplicate.")
     tool_name = serializers.CharField(max_length=200)

@@ -8,10 +8,36 @@ from config.api.errors import DomainError
 from config.api.schema import one_or_batch, one_or_batch_output
 from config.api.views import actor_from_request, incoming_items, validate_input, write_response
 from ledger import selectors, services
-from ledger.api.serializers import ToolCallFinishInput, ToolCallInput, ToolCallOutput
+from ledger.api.serializers import ToolCallFinishInput, ToolCallInput, ToolCallOutput, ToolCallStartedOutput
 from ledger.models import ToolInvocation
+from ledger.tool_use_gates import tool_use_verdicts
 from sessions_app.api.views import BATCH_DOC, BatchOutput
 from sessions_app.selectors import session_get_for_actor
+from sessions_app.tool_policy import tool_use_verdict
+
+
+def tool_call_policy(*, actor, session, items, results) -> dict | None:
+    """The tool policy's verdict (sessions_app/tool_policy.py) on the one call a request starts."""
+    stored = results[0].obj if len(results) == 1 and results[0].status < 400 else None
+    if stored is None or stored.status != ToolInvocation.Status.RUNNING or not items:
+        return None
+    verdict = tool_use_verdict(
+        actor=actor,
+        session=session,
+        call_id=stored.pk,
+        tool_name=stored.tool_name,
+        tool_input=items[0].data.get("input"),
+        input_shown=stored.input_summary,
+    )
+    return verdict.as_dict() if verdict else None
+
+
+def tool_call_gates(*, session, results) -> dict:
+    """The gates' verdicts (ledger/tool_use_gates.py) on the one call a request starts, by gate name."""
+    stored = results[0].obj if len(results) == 1 and results[0].status < 400 else None
+    if stored is None or stored.status != ToolInvocation.Status.RUNNING:
+        return {}
+    return tool_use_verdicts(session=session, tool_name=stored.tool_name)
 
 
 class SessionToolCallsView(ListAPIView):
@@ -39,18 +65,31 @@ class SessionToolCallsView(ListAPIView):
     @extend_schema(
         request=one_or_batch(ToolCallInput, "ToolCallWrite"),
         responses={
-            201: one_or_batch_output(ToolCallOutput, BatchOutput, "ToolCallWritten"),
-            200: one_or_batch_output(ToolCallOutput, BatchOutput, "ToolCallWritten"),
+            201: one_or_batch_output(ToolCallStartedOutput, BatchOutput, "ToolCallWritten"),
+            200: one_or_batch_output(ToolCallStartedOutput, BatchOutput, "ToolCallWritten"),
             207: BatchOutput,
         },
         summary="Record one tool call or a batch",
-        description=BATCH_DOC,
+        description=BATCH_DOC
+        + "\n\nOne running call recorded (a tool use about to start) is answered with `budget` beside the call "
+        'when an exceeded budget stops it (SPEC §9): `{"exceeded": true, "request_id", "question", '
+        '"reason", ...}`. The session then waits for input; the client waits for the answer to the input '
+        "request `request_id` (Allow: go on; Deny or none in time: don't use the tool).",
     )
     def post(self, request, session_id: str):
-        session = session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        actor = actor_from_request(request)
+        session = session_get_for_actor(actor=actor, session_id=session_id)
         valid, invalid, is_batch = incoming_items(request.data, ToolCallInput, max_items=settings.API_MAX_BATCH_ITEMS)
         results = invalid + (services.tool_calls_record(session=session, items=valid) if valid else [])
-        return write_response(results=results, is_batch=is_batch, render=lambda obj: ToolCallOutput(obj).data)
+        # One call starting (a hook's PreToolUse): its answer carries the tool policy's verdict, if any.
+        policy = tool_call_policy(actor=actor, session=session, items=valid, results=results) if not is_batch else None
+        # ... and the verdicts of the gates of apps above the ledger (usage's budgets: ledger/tool_use_gates.py).
+        gates = tool_call_gates(session=session, results=results) if not is_batch and not policy else {}
+        return write_response(
+            results=results,
+            is_batch=is_batch,
+            render=lambda obj: {**ToolCallOutput(obj).data, **({"policy": policy} if policy else {}), **gates},
+        )
 
 
 class ToolCallDetailView(APIView):

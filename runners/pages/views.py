@@ -17,6 +17,7 @@ from runners.selectors import run_get
 from runners.services import run_queue
 from runners.services_pages import run_stop
 from sessions_app.actors import Actor
+from sessions_app.elicitations import elicitation_form_values
 from sessions_app.input_requests import session_answer_input
 
 
@@ -119,6 +120,7 @@ def task_answer(request, task_id: int):
                 session=box.waiting,
                 answer=answer,
                 decision=request.POST.get("decision", ""),
+                form=elicitation_form_values(request.POST),
             )
         except DomainError as exc:
             error = exc.message

@@ -16,7 +16,11 @@ class InputRequestOutput(serializers.Serializer):
     seq = serializers.IntegerField(help_text="The question's seq in the session's stream.")
     question = serializers.JSONField(help_text="The question's payload, as stored (redacted).")
     answered = serializers.BooleanField()
-    decision = serializers.CharField(allow_null=True, help_text="allow or deny for a permission; else null.")
+    decision = serializers.CharField(
+        allow_null=True,
+        help_text="allow or deny for a permission; accept, decline or cancel for an MCP elicitation; else null.",
+    )
+    content = serializers.JSONField(allow_null=True, help_text="An accepted elicitation's values, typed; else null.")
     answer = serializers.CharField(allow_null=True, help_text="The person's text (a decision's message), or null.")
     answered_by = serializers.CharField(allow_null=True)
     answer_seq = serializers.IntegerField(allow_null=True)
@@ -47,6 +51,7 @@ class InputRequestView(APIView):
             "question": question.payload,
             "answered": state.answer is not None,
             "decision": answer.get("decision"),
+            "content": answer.get("content"),
             "answer": answer.get("answer") if state.answer is not None else None,
             "answered_by": answer.get("answered_by"),
             "answer_seq": state.answer.seq if state.answer is not None else None,

@@ -14,6 +14,7 @@ from config.live import live_seq_current
 from config.pages import ENGINEERING, page_for
 from sessions_app import logs, page_selectors
 from sessions_app.actors import Actor
+from sessions_app.elicitations import elicitation_form_values
 from sessions_app.input_requests import session_answer_input
 from sessions_app.live import session_group
 from sessions_app.models import AgentSession
@@ -84,7 +85,11 @@ def session_answer(request, session_id: str):
     answer = request.POST.get("answer", "")
     try:
         session_answer_input(
-            actor=Actor(user=request.user), session=session, answer=answer, decision=request.POST.get("decision", "")
+            actor=Actor(user=request.user),
+            session=session,
+            answer=answer,
+            decision=request.POST.get("decision", ""),
+            form=elicitation_form_values(request.POST),
         )
     except DomainError as error:
         if request.htmx:

@@ -15,7 +15,7 @@ from runners.models import Run, Runner
 from runners.services import run_queue, run_transition, runner_key_create
 from sessions_app.actors import SYSTEM, Actor
 from sessions_app.keys import api_key_create, api_key_revoke
-from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
+from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent, ToolPolicy
 from tests.factories import (
     AgentFactory,
     CampaignFactory,
@@ -25,7 +25,7 @@ from tests.factories import (
     ToolCallFactory,
     UserFactory,
 )
-from usage.models import UsageRecord
+from usage.models import Budget, UsageRecord
 from workspaces.models import Artifact, ArtifactVersion, Repository, Workspace, Worktree, WorktreeClaimRequest
 
 
@@ -201,6 +201,7 @@ ROW_BUILDERS = {
     StreamEvent: StreamEventFactory,
     Checkpoint: CheckpointFactory,
     Milestone: MilestoneFactory,
+    ToolPolicy: lambda: ToolPolicy.objects.create(agent=AgentFactory(), pattern="Bash(rm *)", note="ci"),
     ToolInvocation: ToolCallFactory,
     Event: EventFactory,
     Task: claimed_task,
@@ -241,6 +242,7 @@ ROW_BUILDERS = {
         source=UsageRecord.Source.OTLP_LOG,
         idempotency_key=f"{next(_numbers):064x}",
     ),
+    Budget: lambda: Budget.objects.create(scope=Budget.Scope.TASK, task=TaskFactory(), limit_usd="5.0000"),
     WebhookDelivery: lambda: WebhookDelivery.objects.create(
         subscription=webhook_subscribe(url="https://hooks.example.com/in"),
         event=EventFactory(),

@@ -161,8 +161,9 @@ def test_the_campaigns_page_runs_a_constant_number_of_queries(
         (file_roots["TASK_DEFS_DIR"] / f"c{n}.json").write_text(json.dumps(body))
         campaign_import(actor=SYSTEM, file_name=f"c{n}.json")
 
-    # session, user, groups, campaigns with progress, their leads, the providers "run with" offers
-    with django_assert_num_queries(6):
+    # session, user, groups, campaigns with progress, their leads, the providers "run with" offers,
+    # what the campaigns spent (usage)
+    with django_assert_num_queries(7):
         response = owner_client.get("/campaigns/")
 
     assert response.content.decode().count('class="card campaign"') == count

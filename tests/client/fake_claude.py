@@ -5,6 +5,7 @@
 user tool_result, result with cost and usage), does its "work" in the current folder, and obeys
 SIGTERM. What it does comes from lines of the prompt (the task's description):
   sleep: N        seconds of work, one progress line every 0.1 s
+  quiet: N        then seconds of work that print nothing (an idle run, for the runner)
   exit: N         the exit code (default 0)
   commit: yes     commit its file in the current git checkout
   pidfile: PATH   write its pid there first (the tests kill it)
@@ -70,6 +71,7 @@ def main() -> int:
         tick += 1
         print(f"working {tick}", flush=True)
         time.sleep(0.1)
+    time.sleep(float(option(prompt, "quiet", "0")))
     if option(prompt, "commit") == "yes":
         subprocess.run(["git", "add", name], check=True)
         subprocess.run(["git", "commit", "-q", "-m", f"Add {name}"], check=True)

@@ -150,3 +150,30 @@ def test_errors_carry_the_status_and_the_servers_message(sy, sy_server, other_ke
     assert conflict.value.status == 409
     assert "completed" in conflict.value.message
     assert conflict.value.body["allowed"] == []
+
+
+def test_a_client_for_another_key_shares_the_connections_and_sends_its_own_key(sy, other_key):
+    # Given the runner's way of talking for each run: a client per agent key over one httpx client
+    other = sy.with_key(other_key)
+
+    # When each asks who it is, and the other is closed
+    mine, theirs = sy.agent_me()["slug"], other.agent_me()["slug"]
+    other.close()
+
+    # Then each request carried its own client's key, and closing the other left this one open
+    assert (mine, theirs) == ("claude-1", "codex-2")
+    assert other._http is sy._http
+    assert sy.agent_me()["slug"] == "claude-1"
+    sy.session_open(id="sess-mine", intent="only mine", status="running")
+    with pytest.raises(Forbidden):
+        sy.with_key(other_key).session_get("sess-mine")
+
+
+def test_an_http_server_gets_no_ca_bundle_loaded(sy_server):
+    # An http:// URL: nothing to verify, so certifi's bundle is not loaded (a runner's memory)
+    from switchyard_client.client import _ssl_context
+
+    context = _ssl_context(sy_server.url + "/api/v1/")
+
+    assert context.cert_store_stats()["x509_ca"] == 0
+    assert _ssl_context("https://sy.example/api/v1/").cert_store_stats()["x509_ca"] > 0

@@ -205,6 +205,30 @@ def test_cancel_reaches_the_agent_within_two_seconds(person, runner_env):
     assert Task.objects.get(pk=run.task_id).status == "ready"  # given back, not failed
 
 
+def _threads(runner) -> int:
+    with open(f"/proc/{runner.process.pid}/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("Threads:"))
+
+
+def test_an_idle_run_has_no_thread_of_its_own_and_a_cancel_still_reaches_it_at_once(person, runner_env):
+    # Given a run whose agent went quiet: the runner's Watcher holds it, so the runner is down to its
+    # main, poll and watcher threads
+    runner = runner_env()
+    run = queue(person, description="quiet: 60")
+    wait_for(lambda: run_status(run, "running"), timeout=60, what="the run to start", runner=runner)
+    wait_for(lambda: _threads(runner) == 3, timeout=15, what="the idle run's thread to end", runner=runner)
+
+    # When it is cancelled
+    asked = time.monotonic()
+    run_cancel(actor=person, run=run)
+    wait_for(lambda: run_status(run, "cancelled"), timeout=10, what="the cancel", runner=runner)
+
+    # Then it got a thread back and stopped its agent as quickly as a watched run does
+    took = time.monotonic() - asked
+    assert took < 2.0, f"cancel took {took:.2f} s"
+    assert "SIGTERM, stopping" in (runner_env.root / run.log_path).read_text()
+
+
 def test_a_killed_runner_readopts_its_live_agent(person, runner_env, as_owner):
     runner = runner_env()
     run = queue(person, description="sleep: 4")

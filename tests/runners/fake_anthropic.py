@@ -16,6 +16,11 @@ everything else Claude Code asks on the side (a quota probe, a title for the ses
 prefix, a topic check) gets a short text. ``count_tokens`` gets a count; other GETs and HEADs get an
 empty 200 (connectivity checks), anything else a 404 in the API's error format.
 
+Subagents (the Task/Agent tool): ``subagents={marker: script}`` scripts the conversation of a subagent
+whose first message (its prompt) contains ``marker``, with tool use ids ``toolu_<tag>sub<N>_NN`` (N: the
+marker's place in the dict), counted like the main script's; without it a subagent's requests are
+answered as side requests.
+
 Every request is kept in ``requests`` (method, path, JSON body) so a test can show what was asked.
 """
 
@@ -88,9 +93,13 @@ def _chunks(value: str, size: int) -> list[str]:
 class FakeAnthropic:
     """``with FakeAnthropic([tool_use("Bash", {...}), text("Done.")]) as fake: ... fake.url``"""
 
-    def __init__(self, script: list[Reply], *, tag: str = "fake"):
+    def __init__(self, script: list[Reply], *, tag: str = "fake", subagents: dict[str, list[Reply]] | None = None):
         self.script = list(script)
         self.prefix = f"toolu_{tag}_"
+        self.subagents = {
+            marker: (f"toolu_{tag}sub{n}_", list(replies))
+            for n, (marker, replies) in enumerate((subagents or {}).items())
+        }
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -137,7 +146,18 @@ class FakeAnthropic:
         offered = _offered_tools(body)
         return bool(offered) and (wanted <= offered if wanted else True)
 
+    def subagent_of(self, body: dict) -> tuple[str, list[Reply]] | None:
+        """(tool use id prefix, script) of the subagent this request is from, if scripted."""
+        messages = body.get("messages") or []
+        first = json.dumps(messages[0]) if messages else ""
+        return next((found for marker, found in self.subagents.items() if marker in first), None)
+
     def reply_for(self, body: dict) -> tuple[Reply, bool]:
+        subagent = self.subagent_of(body) if self.subagents else None
+        if subagent is not None:
+            prefix, script = subagent
+            index = tool_results(body, prefix)
+            return (script[index] if index < len(script) else text("(the subagent's script has ended)")), False
         if not self._is_main(body):
             return text(SIDE_TEXT), False
         index = tool_results(body, self.prefix)
@@ -151,9 +171,11 @@ class FakeAnthropic:
         if reply.text:
             blocks.append({"type": "text", "text": reply.text})
         if reply.kind == "tool_use":
-            blocks.append(
-                {"type": "tool_use", "id": f"{self.prefix}{index:02d}", "name": reply.name, "input": reply.input}
-            )
+            subagent = self.subagent_of(body) if self.subagents else None
+            prefix = subagent[0] if subagent is not None else self.prefix
+            if subagent is not None:
+                index = tool_results(body, prefix)
+            blocks.append({"type": "tool_use", "id": f"{prefix}{index:02d}", "name": reply.name, "input": reply.input})
         message = {
             "id": f"msg_fake_{self._next_id():04d}",
             "type": "message",

@@ -8,4 +8,6 @@ urlpatterns = [
     path("otlp/v1/metrics", views.OtlpMetricsView.as_view(), name="otlp-metrics"),
     path("otlp/v1/traces", views.OtlpTracesView.as_view(), name="otlp-traces"),
     path("usage/", views.UsageRollupView.as_view(), name="usage-rollup"),
+    path("budgets/", views.BudgetListView.as_view(), name="budget-list"),
+    path("budgets/<int64:budget_id>/", views.BudgetDetailView.as_view(), name="budget-detail"),
 ]

@@ -1,15 +1,22 @@
 from django.conf import settings
 from django.http import HttpResponse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api.views import actor_from_request
-from usage import extract, otlp, selectors, services
+from board.models import Campaign, Task
+from config.api.errors import DomainError
+from config.api.views import actor_from_request, validate_input
+from sessions_app.models import Agent
+from usage import budget_selectors, budgets, extract, otlp, selectors, services
 from usage.api import serializers as s
 from usage.api.parsers import OtlpJsonParser, OtlpProtobufParser, RawBody
+from usage.models import Budget
+
+BUDGETS_LISTED = 500  # budgets are set by people: a few per task, agent and campaign
 
 _STATUS_SCHEMA = {
     "type": "object",
@@ -151,3 +158,86 @@ class UsageRollupView(APIView):
         query.is_valid(raise_exception=True)
         rows = selectors.usage_rollup(actor=actor_from_request(request), **query.validated_data)
         return Response(s.UsageRollupOutput({"group_by": query.validated_data["group_by"], "results": rows}).data)
+
+
+def _budget_target(data: dict):
+    """The task, campaign and agent a create names; a name that matches nothing is a 400."""
+    found = {}
+    for name, model, key in (("task", Task, "pk"), ("campaign", Campaign, "pk"), ("agent", Agent, "slug")):
+        if data.get(name) is None:
+            continue
+        found[name] = model.objects.filter(**{key: data[name]}).first()
+        if found[name] is None:
+            raise DomainError(f"No {name} {data[name]!r}: name an existing one.", code="not_found")
+    return found
+
+
+class BudgetListView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("scope", str, enum=Budget.Scope.values, description="Only budgets of this scope."),
+        ],
+        responses=s.BudgetOutput(many=True),
+        summary="Budgets, with what each has spent",
+        description="People who work the board, staff and orchestrating keys see every budget; an agent the ones "
+        "that apply to it (its own, the day's, and those of the tasks it holds and their campaigns).",
+    )
+    def get(self, request):
+        budgets = budget_selectors.budgets_visible_to(actor=actor_from_request(request))
+        scope = request.query_params.get("scope")
+        if scope:
+            if scope not in Budget.Scope.values:
+                raise DomainError(f"scope must be one of {', '.join(Budget.Scope.values)}.")
+            budgets = budgets.filter(scope=scope)
+        now = timezone.now()
+        rows = [budget_selectors.budget_status(b, now=now) for b in budgets.order_by("scope", "id")[:BUDGETS_LISTED]]
+        return Response(s.BudgetOutput(rows, many=True).data)
+
+    @extend_schema(
+        request=s.BudgetCreateInput,
+        responses={201: s.BudgetOutput},
+        summary="Set a budget (tokens and/or USD) on a task, an agent, a campaign or each day",
+        description="For people who work the board, staff and orchestrating keys (403 otherwise). One budget per "
+        "task, agent, campaign, agent's day and the all-agents day: a second is a 409.",
+    )
+    def post(self, request):
+        actor = actor_from_request(request)
+        data = validate_input(s.BudgetCreateInput, request.data)
+        target = _budget_target(data)
+        budget = budgets.budget_create(
+            actor=actor,
+            scope=data["scope"],
+            target=target.get("task") or target.get("campaign"),
+            agent=target.get("agent"),
+            limit_tokens=data.get("limit_tokens"),
+            limit_usd=data.get("limit_usd"),
+        )
+        return Response(s.BudgetOutput(budget_selectors.budget_status(budget)).data, status=201)
+
+
+class BudgetDetailView(APIView):
+    @extend_schema(responses=s.BudgetOutput, summary="Read a budget")
+    def get(self, request, budget_id: int):
+        budget = budget_selectors.budget_get_for_actor(actor=actor_from_request(request), budget_id=budget_id)
+        return Response(s.BudgetOutput(budget_selectors.budget_status(budget)).data)
+
+    @extend_schema(
+        request=s.BudgetUpdateInput,
+        responses=s.BudgetOutput,
+        summary="Change a budget's limits (raise it to let the work go on)",
+        description="A limit raised above the spend clears the exceeded state, records budget.raised and answers "
+        "every session waiting on the budget: its next tool use goes on.",
+    )
+    def patch(self, request, budget_id: int):
+        actor = actor_from_request(request)
+        budget = budget_selectors.budget_get_for_actor(actor=actor, budget_id=budget_id)
+        data = validate_input(s.BudgetUpdateInput, request.data)
+        budget = budgets.budget_update(actor=actor, budget=budget, **data)
+        return Response(s.BudgetOutput(budget_selectors.budget_status(budget)).data)
+
+    @extend_schema(request=None, responses={204: None}, summary="Remove a budget")
+    def delete(self, request, budget_id: int):
+        actor = actor_from_request(request)
+        budget = budget_selectors.budget_get_for_actor(actor=actor, budget_id=budget_id)
+        budgets.budget_delete(actor=actor, budget=budget)
+        return Response(status=204)

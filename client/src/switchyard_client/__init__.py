@@ -11,6 +11,8 @@ Names are loaded on first use: ``switchyard hook`` imports this package and must
 
 from __future__ import annotations
 
+__version__ = "0.1.0"
+
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hook milliseconds
 if TYPE_CHECKING:
     from switchyard_client.batching import EventBatcher

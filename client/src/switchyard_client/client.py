@@ -53,7 +53,19 @@ def _shared_ssl_context(cert_file: str | None, cert_dir: str | None) -> Any:
     return httpx.create_ssl_context()
 
 
-def _ssl_context() -> Any:
+@functools.cache
+def _no_ca_context() -> Any:
+    # For an http:// server nothing is verified, so certifi's bundle (~1 MB of a runner's memory) is
+    # not loaded. A context with no CAs still verifies: an https:// URL reached through it (a redirect)
+    # fails its handshake instead of going unchecked.
+    import ssl
+
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def _ssl_context(base_url: str) -> Any:
+    if base_url.startswith("http://"):
+        return _no_ca_context()
     return _shared_ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
 
 
@@ -86,17 +98,29 @@ class Client:
             raise ConfigurationError("SWITCHYARD_KEY is not set (an agent key, sy_...).")
         self.base_url = api_base(url)
         self.retry = retry or RetryPolicy()
+        self._auth = f"Bearer {key}"
+        self._shared = False
         self._http = httpx.Client(
             base_url=self.base_url,
-            headers={"Authorization": f"Bearer {key}", "User-Agent": USER_AGENT},
+            headers={"Authorization": self._auth, "User-Agent": USER_AGENT},
             timeout=timeout,
             transport=transport,
-            verify=_ssl_context(),
+            verify=_ssl_context(self.base_url),
         )
+
+    def with_key(self, key: str, *, retry: RetryPolicy | None = None) -> Client:
+        """A client for another key over this one's connections (a runner's per-run agent keys): no
+        httpx client, pool and socket per key. Every request it sends carries its own key; closing it
+        leaves this one open."""
+        other = object.__new__(Client)
+        other.base_url, other.retry = self.base_url, retry or self.retry
+        other._auth, other._shared, other._http = f"Bearer {key}", True, self._http
+        return other
 
     # plumbing -------------------------------------------------------------------------------------
     def close(self) -> None:
-        self._http.close()
+        if not self._shared:
+            self._http.close()
 
     def __enter__(self) -> Client:
         return self
@@ -123,8 +147,11 @@ class Client:
         ``content_stream()`` makes the body's pieces afresh for each try (sent chunked unless
         ``headers`` give a Content-Length)."""
 
+        # The key on each request, not only the httpx client's: a with_key() client shares another's.
+        sent_headers = {**(headers or {}), "Authorization": self._auth}
+
         def send() -> httpx.Response:
-            kwargs: dict[str, Any] = {"params": params, "headers": headers}
+            kwargs: dict[str, Any] = {"params": params, "headers": sent_headers}
             if json is not _UNSET:
                 kwargs["json"] = json
             if content is not None:

@@ -42,6 +42,7 @@ class Sender:
         self.headers = {"Authorization": f"Bearer {key}", "User-Agent": "switchyard-hook/0.1"}
         self.deadline = deadline
         self.problems: list[str] = []
+        self.answers: dict[int, dict] = {}  # id(record) → the server's answer, for records that await a verdict
 
     def send_all(self, records: list[Record]) -> list[Record]:
         """Send in order; return what must wait for the next call (the first that could not be sent, and
@@ -64,6 +65,8 @@ class Sender:
                 self.problems.append(f"{record['method']} {record['path']} refused ({status}): {message}")
             elif record.get("remember") == "open" and isinstance(body, dict):
                 self._remember_open(body)
+            elif record.get("await_verdict") and isinstance(body, dict):
+                self.answers[id(record)] = body
         return []
 
     def _send(self, record: Record) -> tuple[int, object]:
@@ -114,6 +117,17 @@ def run(stdin: object = None, *, budget: float | None = None) -> int:
         asked = next((r for r in records if r.get("await_answer")), None)
         if asked is not None:
             _permission(asked, sent=not any(r is asked for r in left), sender=sender, started=started, memory=memory)
+        # The tool policy's verdict, or an exceeded budget's (usage/budgets.py): answered alike.
+        verdict = next(
+            (
+                sender.answers[id(r)].get("policy") or sender.answers[id(r)].get("budget")
+                for r in records
+                if id(r) in sender.answers
+            ),
+            None,
+        )
+        if isinstance(verdict, dict):
+            _policy(verdict, asked=next(r for r in records if id(r) in sender.answers), sender=sender, started=started)
     except Exception as exc:  # never break the agent: say it and go
         _say(f"{type(exc).__name__}: {exc}")
     return 0
@@ -137,15 +151,17 @@ def _deliver(records: list[Record], sender: Sender, spool: Spool, *, lock_until:
 
 
 def _permission(asked: Record, *, sent: bool, sender: Sender, started: float, memory: SessionMemory) -> None:
-    """A PermissionRequest: wait for a person's answer and print Claude Code's decision (hook_answer.py)."""
+    """A PermissionRequest or an Elicitation: wait for a person's answer and print Claude Code's
+    decision (hook_answer.py)."""
     from switchyard_client import hook_answer  # here: no other event needs it
 
     timeout = hook_answer.permission_timeout()
     if not timeout:
         return
     where = asked["await_answer"]
+    answer = hook_answer.answer_elicitation if where.get("kind") == "elicitation" else hook_answer.answer_permission
     if sent:
-        output = hook_answer.answer_permission(
+        output = answer(
             sender,
             session_id=where["session"],
             request_id=asked["body"]["id"],
@@ -161,9 +177,33 @@ def _permission(asked: Record, *, sent: bool, sender: Sender, started: float, me
     else:
         # Spooled (Switchyard unreachable): nobody can answer it; the default applies at once, and the
         # session's wait is ended by the next event, as without an answer (hook_plan's resume_from).
-        sender.problems.append("the permission request is spooled, not recorded: the default decision applies")
-        output = hook_answer.default_output(timeout)
+        sender.problems.append("the question is spooled, not recorded: the default answer applies")
+        if where.get("kind") == "elicitation":
+            output = hook_answer.elicitation_default_output()
+        else:
+            output = hook_answer.default_output(timeout)
     hook_answer.print_output(output)
+    for problem in sender.problems:
+        _say(problem)
+
+
+def _policy(verdict: dict, *, asked: Record, sender: Sender, started: float) -> None:
+    """A PreToolUse the server's tool policy marks: deny at once, or wait for a person's Allow / Deny
+    (sessions_app/tool_policy.py); prints Claude Code's permissionDecision."""
+    from switchyard_client import hook_answer
+
+    where = asked["await_verdict"]
+    output = hook_answer.answer_tool_policy(
+        sender, verdict=verdict, session_id=where["session"], started=started, timeout=hook_answer.permission_timeout()
+    )
+    hook_answer.print_output(output)
+    decided = (output or {}).get("hookSpecificOutput", {})
+    if decided.get("permissionDecision") == "deny":
+        # Claude Code sends no PostToolUse for a call its hook denied: the call ends here.
+        finish = {"status": "failure", "error": decided.get("permissionDecisionReason", "denied")}
+        path = f"{asked['path']}{quote(str(asked['body']['id']), safe='')}/"
+        sender.deadline = time.monotonic() + 3  # the budget went to the wait
+        sender.send_all([{"method": "PATCH", "path": path, "body": finish, "ok_statuses": [409]}])
     for problem in sender.problems:
         _say(problem)
 

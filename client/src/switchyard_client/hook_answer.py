@@ -17,6 +17,19 @@ message saying so), ``allow``, or ``ask`` (no output: Claude Code asks in its ow
 session is moved back to running, so nobody answers a question no longer asked.
 ``SWITCHYARD_PERMISSION_TIMEOUT=0`` turns the wait off: the hook records the request and prints nothing.
 
+The same wait serves two more questions (the timeout is the same variable):
+
+- an ``Elicitation`` (an MCP server asks the user for input; sessions_app/elicitations.py): the
+  person fills in a form built from ``requested_schema`` and accepts, or declines or cancels; the
+  hook prints ``{"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept",
+  "content": {...}}}`` (sdk.d.ts ``ElicitationHookSpecificOutput``, same SDK). Nobody answered:
+  ``SWITCHYARD_ELICITATION_DEFAULT`` decides: ``cancel`` (the default), ``decline``, or ``ask``
+  (no output: Claude Code shows its own dialog).
+- a ``PreToolUse`` the server's tool policy marks (sessions_app/tool_policy.py): the recorded call's
+  answer carries ``policy`` (``ask`` with the question's id, or ``deny``); the hook prints
+  ``{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow" | "deny",
+  "permissionDecisionReason": "..."}}``; nobody answered: ``SWITCHYARD_PERMISSION_DEFAULT``.
+
 Only the standard library is imported here (see wire.py).
 """
 
@@ -33,6 +46,8 @@ from switchyard_client import wire
 DEFAULT_TIMEOUT = 55.0
 POLL_MAX_SECONDS = 25  # the server holds a poll at most this long
 DEFAULTS = ("deny", "allow", "ask")
+ELICITATION_DEFAULTS = ("cancel", "decline", "ask")
+ELICITATION_ACTIONS = ("accept", "decline", "cancel")
 
 
 def permission_timeout() -> float:
@@ -100,8 +115,99 @@ def answer_permission(sender, *, session_id: str, request_id: str, until: float,
         if answer["decision"] == "deny":
             return decision_output("deny", f"Denied by {who} in Switchyard" + (f": {message}" if message else "."))
         return decision_output("allow", f"Allowed by {who} in Switchyard: {message}" if message else "")
-    _give_up(sender, session_id=session_id, default=permission_default(), timeout=timeout)
+    _give_up(
+        sender, session_id=session_id, what="the permission request", default=permission_default(), timeout=timeout
+    )
     return default_output(timeout)
+
+
+def elicitation_default() -> str:
+    value = (os.environ.get("SWITCHYARD_ELICITATION_DEFAULT") or "cancel").strip().lower()
+    return value if value in ELICITATION_DEFAULTS else "cancel"
+
+
+def elicitation_output(action: str, content: dict | None = None) -> dict:
+    """Claude Code's Elicitation hook output: the action, with the content of an accept."""
+    output: dict = {"hookEventName": "Elicitation", "action": action}
+    if action == "accept":
+        output["content"] = content if isinstance(content, dict) else {}
+    return {"hookSpecificOutput": output}
+
+
+def elicitation_default_output() -> dict | None:
+    default = elicitation_default()
+    return None if default == "ask" else elicitation_output(default)
+
+
+def answer_elicitation(sender, *, session_id: str, request_id: str, until: float, timeout: float) -> dict | None:
+    """Wait for the person's form and return the hook output to print (None: print nothing)."""
+    answer = await_decision(sender, session_id=session_id, request_id=request_id, until=until)
+    if answer is not None and answer.get("decision") in ELICITATION_ACTIONS:
+        return elicitation_output(answer["decision"], answer.get("content"))
+    what = "the MCP server's question"
+    _give_up(sender, session_id=session_id, what=what, default=elicitation_default(), timeout=timeout)
+    return elicitation_default_output()
+
+
+def pre_tool_output(decision: str, reason: str) -> dict:
+    """Claude Code's PreToolUse hook output (sdk.d.ts ``PreToolUseHookSpecificOutput``)."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def answer_tool_policy(sender, *, verdict: dict, session_id: str, started: float, timeout: float) -> dict | None:
+    """The output for a PreToolUse the server's tool policy marks: its deny, or a person's answer."""
+    if verdict.get("exceeded"):
+        return answer_budget(sender, verdict=verdict, session_id=session_id, started=started, timeout=timeout)
+    reason = str(verdict.get("reason") or "Switchyard's tool policy")
+    if verdict.get("decision") == "deny":
+        return pre_tool_output("deny", f"Denied by {reason}.")
+    if verdict.get("decision") != "ask" or not verdict.get("request_id"):
+        return None  # a verdict this hook does not know (a newer server): Claude Code decides
+    request_id = str(verdict["request_id"])
+    answer = None
+    if timeout:
+        answer = await_decision(sender, session_id=session_id, request_id=request_id, until=started + timeout)
+    if answer is not None and answer.get("decision") in ("allow", "deny"):
+        who = answer.get("answered_by") or "a person"
+        message = str(answer.get("answer") or "")
+        verb = "Allowed" if answer["decision"] == "allow" else "Denied"
+        text = f"{verb} by {who} in Switchyard ({reason})" + (f": {message}" if message else ".")
+        return pre_tool_output(answer["decision"], text)
+    default = permission_default()
+    _give_up(sender, session_id=session_id, what="the tool policy's question", default=default, timeout=timeout)
+    if default == "ask":
+        return None
+    text = f"Nobody answered {reason} in Switchyard within {timeout:g} s"
+    return pre_tool_output(default, f"{text}; denied by default." if default == "deny" else f"{text}; allowed.")
+
+
+def answer_budget(sender, *, verdict: dict, session_id: str, started: float, timeout: float) -> dict | None:
+    """A PreToolUse stopped by an exceeded budget (SPEC §9): the session waits for input ("budget
+    exceeded: raise it or stop"). Raised meanwhile (Switchyard answers Allow): no output, the tool use
+    goes on as it would have. Stopped (Deny), or nobody in time: a deny with the reason. Whatever
+    SWITCHYARD_PERMISSION_DEFAULT says: spending past a budget is never the default. The session is
+    left waiting: the budget still stops it, and the next tool use waits on the same question."""
+    reason = str(verdict.get("reason") or "Budget exceeded in Switchyard.")
+    answer = None
+    if timeout and verdict.get("request_id"):
+        answer = await_decision(
+            sender, session_id=session_id, request_id=str(verdict["request_id"]), until=started + timeout
+        )
+    if answer is not None and answer.get("decision") == "allow":
+        return None
+    if answer is not None and answer.get("decision") == "deny":
+        who = answer.get("answered_by") or "a person"
+        message = str(answer.get("answer") or "")
+        return pre_tool_output("deny", f"Stopped by {who} in Switchyard: {reason}" + (f" {message}" if message else ""))
+    if not timeout or not verdict.get("request_id"):
+        return pre_tool_output("deny", reason)  # nobody can be asked: no wait
+    return pre_tool_output("deny", f"{reason} (nobody raised it within {timeout:g} s)")
 
 
 def default_output(timeout: float) -> dict | None:
@@ -113,9 +219,9 @@ def default_output(timeout: float) -> dict | None:
     return decision_output(default, f"{message}; denied by default." if default == "deny" else "")
 
 
-def _give_up(sender, *, session_id: str, default: str, timeout: float) -> None:
+def _give_up(sender, *, session_id: str, what: str, default: str, timeout: float) -> None:
     """The question is no longer asked: the session goes back to running (a late answer is refused)."""
-    reason = f"nobody answered the permission request within {timeout:g} s: {default}"
+    reason = f"nobody answered {what} within {timeout:g} s: {default}"
     body = json.dumps({"status": "running", "reason": reason}).encode()
     headers = {**sender.headers, "Content-Type": "application/json"}
     url = f"{sender.base}/sessions/{quote(session_id, safe='')}/transition/"

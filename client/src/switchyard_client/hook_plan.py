@@ -269,7 +269,8 @@ def _prompt(p: Plan) -> None:
 
 def _pre_tool(p: Plan) -> None:
     p.resume_from("permission", "elicitation")
-    p.post(p.base + "tool-calls/", _tool_start(p.payload))
+    # The call's answer may carry the server's tool policy verdict (ask / deny): hook.py acts on it.
+    p.post(p.base + "tool-calls/", _tool_start(p.payload), await_verdict={"session": p.sid, "agent_id": p.agent_id})
 
 
 def _post_tool(p: Plan) -> None:
@@ -380,10 +381,26 @@ def _notification(p: Plan) -> None:
 def _elicitation(p: Plan) -> None:
     question = str(p.payload.get("message") or "")[:PROMPT_MAX_CHARS]
     p.log(
-        "mcp_server_name", "mode", "url", "elicitation_id", "requested_schema", type="input_request", question=question
+        "mcp_server_name",
+        "mode",
+        "url",
+        "elicitation_id",
+        "requested_schema",
+        type="input_request",
+        question=question,
+        choices=["accept", "decline", "cancel"],
+        field_order=_field_order(p.payload.get("requested_schema")),
     )
+    # hook.py waits for a person's answer (a form built from requested_schema): hook_answer.py.
+    p.records[-1]["await_answer"] = {"session": p.sid, "agent_id": p.agent_id, "kind": "elicitation"}
     server = p.payload.get("mcp_server_name") or "an MCP server"
-    p.status("waiting_for_input", f"{server} asks for input", waiting="elicitation")
+    p.status("waiting_for_input", f"{server} asks for input", waiting="elicitation", force=True)
+
+
+def _field_order(schema: object) -> list:
+    """The requested fields in the MCP server's order (the server's jsonb storage sorts an object's keys)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    return [str(name) for name in properties][:100] if isinstance(properties, dict) else []
 
 
 def _elicitation_result(p: Plan) -> None:

@@ -1,8 +1,9 @@
 """`switchyard runner`: ask Switchyard for runs, start the agents, ship their logs, report how they ended.
 
 Threads: the main one heartbeats (every ``heartbeat_seconds`` the server asks for) and reports the
-runs held; one long-polls ``/runners/me/next/`` for work and cancels; one per run starts and
-watches its agent (see RunWorker). What each run needs after a crash is in ``<root>/runs/<id>.json``
+runs held; one long-polls ``/runners/me/next/`` for work and cancels; one per run starts it, watches
+its agent while its log grows and finishes it (see RunWorker); one watches all the idle runs (see
+Watcher). What each run needs after a crash is in ``<root>/runs/<id>.json``
 (runner_state.py): a restarted runner asks the server which runs it still holds, re-adopts agents
 that are still alive, and resumes the others with a new attempt.
 """
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from switchyard_client import __version__
 from switchyard_client.client import Client
 from switchyard_client.errors import ConnectionFailed, SwitchyardError
 from switchyard_client.retry import RetryPolicy
@@ -47,8 +49,9 @@ from switchyard_client.runner_repos import worktree_remove as hosted_worktree_re
 from switchyard_client.runner_state import RunState, StateStore, pid_start_time, same_process
 
 TICK = 0.2  # how often a run's log is shipped while it grows, and its agent checked
-# A run whose log has not grown for IDLE_TICKS ticks is looked at every IDLE_TICK instead, until it
-# grows again (a cancel or drop still wakes it at once): 100 quiet runs cost ~1 % of a core, not 8 %.
+# A run whose log has not grown for IDLE_TICKS ticks is handed to the Watcher, which looks at all such
+# runs every IDLE_TICK, until one grows again (a cancel or drop still wakes it at once): 100 quiet runs
+# cost ~1 % of a core, not 8 %, and no thread each.
 IDLE_TICKS = 5
 IDLE_TICK = 1.0
 # After a tick that shipped, at least this much written meanwhile (a burst still being written, as a
@@ -60,15 +63,6 @@ POLL_WAIT = 25
 UNKNOWN_GRACE = 2  # heartbeats a held run we know nothing of is tolerated (its assignment may be in flight)
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 API_RETRY = RetryPolicy(attempts=3, base_delay=0.2, max_delay=2.0)
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("switchyard-client")
-    except Exception:  # not installed as a distribution (a source checkout)
-        return "0"
 
 
 class Console:
@@ -117,6 +111,7 @@ class Runner:
         self.online: bool | None = None
         self.repos: list[HostedRepository] = []  # the clones on this machine, once registered
         self.reported_at = 0.0  # when the worktrees were last reported (0: with the next heartbeat)
+        self.watcher = Watcher(self)
 
     # --- server ---------------------------------------------------------------------------------------
     def _reachable(self, ok: bool, why: str = "") -> None:
@@ -137,7 +132,7 @@ class Runner:
             + [f"repo:{r.name}" for r in self.repos if f"repo:{r.name}" not in self.config.labels],
             "providers": sorted(self.providers),
             "capacity": self.config.capacity,
-            "version": _version(),
+            "version": __version__,
             "draining": False,
             "runs": runs,
         }
@@ -206,7 +201,7 @@ class Runner:
         new = False
         for run_id in ids:
             worker = self.workers.get(run_id)
-            if worker and not worker.cancelled.is_set():
+            if worker and not worker.cancelled:
                 worker.cancel()
                 new = True
         return new
@@ -329,6 +324,7 @@ class Runner:
             f"serving {self.config.url} with providers {names}; capacity {self.config.capacity}; "
             f"labels {', '.join(self.config.labels) or 'none'}; files in {self.root}"
         )
+        self.watcher.start()
         try:
             if not self.register_repositories() or not self.recover():
                 return 0
@@ -353,6 +349,7 @@ class Runner:
             workers = list(self.workers.values())
         for worker in workers:
             worker.wake.set()
+        self.watcher.wake.set()  # the idle runs go back to their own threads, which see the stop
         for worker in workers:
             worker.join(timeout=self.config.grace_seconds + 30)
         if workers and self.on_exit == "leave":
@@ -365,31 +362,106 @@ class Runner:
         self.stop.set()
 
 
-class RunWorker(threading.Thread):
-    """One run, from `starting` to its final status, in its own thread."""
+class Watcher(threading.Thread):
+    """Watches the idle runs (agent alive, log not growing, nothing to send) in one thread instead
+    of a thread each, which cost ~4 MB of a runner's memory at 100 runs (stacks, malloc arenas, frames;
+    bench/README.md "Runner memory"). A run
+    that has something to do again (its log grew, its agent exited, a cancel, a drop, its timeout,
+    the runner stopping) gets its own thread back at once: a run's slow work (shipping a big log,
+    stopping an agent) never holds up another's."""
+
+    def __init__(self, runner: Runner):
+        super().__init__(name="runner-watch", daemon=True)
+        self.runner = runner
+        self.lock = threading.Lock()
+        self.idle: set[RunWorker] = set()
+        self.closed = False
+        self.wake = threading.Event()
+
+    def park(self, worker: RunWorker) -> bool:
+        """Take an idle run; False once the runner stops (the run's thread keeps it)."""
+        with self.lock:
+            if self.closed:
+                return False
+            self.idle.add(worker)
+        if worker.cancelled or worker.dropped:
+            self.wake.set()  # came in while the run's thread was deciding it was idle
+        return True
+
+    def run(self) -> None:
+        while True:
+            stopping = self.runner.stop.is_set()
+            with self.lock:
+                self.closed = stopping
+                idle = list(self.idle)
+            for worker in idle:
+                if stopping or self._needs_thread(worker):
+                    with self.lock:
+                        self.idle.discard(worker)
+                    worker.resume()
+            if stopping:
+                return
+            self.wake.wait(IDLE_TICK)
+            self.wake.clear()
+
+    @staticmethod
+    def _needs_thread(worker: RunWorker) -> bool:
+        try:
+            return worker.needs_thread()
+        except Exception:  # the run's own thread meets it again and reports it
+            return True
+
+
+class RunWorker:
+    """One run, from `starting` to its final status: in a thread of its own while it starts, while
+    its log grows and while it finishes; an idle run is the Watcher's until it has something to do."""
 
     def __init__(self, runner: Runner, state: RunState, mode: str):
-        super().__init__(name=f"run-{state.id}", daemon=True)
         self.runner = runner
         self.state = state
         self.mode = mode  # new, resume, adopt, exited, finish
         self.provider = runner.providers.get(state.provider)
-        self.cancelled = threading.Event()
-        self.dropped = threading.Event()
+        # Flags, not Events: ``wake`` does the waking, and an Event costs ~1.2 KB.
+        self.cancelled = False
+        self.dropped = False
         self.wake = threading.Event()
         self.popen = None
         self.agent: Client | None = None
         self.saved_at = 0.0
         self.begun = time.monotonic()
+        self.ended = threading.Event()
 
     # --- called from other threads ----------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread(first=True)
+
+    def resume(self) -> None:
+        """The Watcher's: this idle run has something to do again."""
+        self._thread(first=False)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the run's work here is over (reported, dropped or left for a restart)."""
+        return self.ended.wait(timeout)
+
     def cancel(self) -> None:
-        self.cancelled.set()
+        self.cancelled = True
         self.wake.set()
+        self.runner.watcher.wake.set()
 
     def drop(self) -> None:
-        self.dropped.set()
+        self.dropped = True
         self.wake.set()
+        self.runner.watcher.wake.set()
+
+    def needs_thread(self) -> bool:
+        """For the Watcher: what a tick of ``_watch`` would act on, checked without sending anything."""
+        s = self.state
+        if self.cancelled or self.dropped or self.runner.stop.is_set():
+            return True
+        timeout = self.provider.timeout_seconds if self.provider else None
+        if timeout and s.started_at and time.time() - s.started_at > timeout:
+            return True
+        return self._exited() or not self._quiet()
 
     def report(self) -> dict[str, Any]:
         s = self.state
@@ -399,20 +471,28 @@ class RunWorker(threading.Thread):
     def say(self, message: str) -> None:
         self.runner.console.say(f"run {self.state.id} {message}")
 
-    def run(self) -> None:
+    def _thread(self, *, first: bool) -> None:
+        threading.Thread(target=self._run, args=(first,), name=f"run-{self.state.id}", daemon=True).start()
+
+    def _run(self, first: bool) -> None:
         s = self.state
+        idle = False
         try:
-            if s.agent_key:
-                self.agent = self._agent_client(s.agent_key)
-            if self.mode in ("new", "resume"):
-                self._start(resume=self.mode == "resume")
-            elif self.mode in ("adopt", "exited"):
-                if self.mode == "adopt":
-                    self.say(f"re-adopted: {s.provider} still running (pid {s.pid}, attempt {s.attempt})")
-                if s.phase == "starting":  # spawned, but the runner died before saying so
-                    self._report_running()
+            if first:
+                if s.agent_key:
+                    self.agent = self._agent_client(s.agent_key)
+                if self.mode in ("new", "resume"):
+                    self._start(resume=self.mode == "resume")
+                elif self.mode in ("adopt", "exited"):
+                    if self.mode == "adopt":
+                        self.say(f"re-adopted: {s.provider} still running (pid {s.pid}, attempt {s.attempt})")
+                    if s.phase == "starting":  # spawned, but the runner died before saying so
+                        self._report_running()
             if self.mode != "finish":
-                self._watch()
+                while not self._watch():
+                    if self.runner.watcher.park(self):
+                        idle = True  # this thread ends; the Watcher gives the run another when needed
+                        return
                 self._decide()
             self._finish()
         except LeaseLost as exc:
@@ -428,12 +508,14 @@ class RunWorker(threading.Thread):
             self.say(f"runner error: {type(exc).__name__}: {exc}")
             self._fail_quietly(f"runner error: {type(exc).__name__}: {exc}")
         finally:
-            if self.agent is not None:
-                self.agent.close()
-            self.runner.unregister(s.id)
+            if not idle:
+                if self.agent is not None:
+                    self.agent.close()
+                self.runner.unregister(s.id)
+                self.ended.set()
 
     def _agent_client(self, key: str) -> Client:
-        return Client(self.runner.config.url, key, timeout=20, retry=API_RETRY)
+        return self.runner.api.with_key(key, retry=API_RETRY)
 
     def _status(self, body: dict[str, Any], *, until_done: bool = False) -> dict[str, Any] | None:
         """POST the run's status. A lost lease raises LeaseLost; with ``until_done`` a network error is
@@ -618,7 +700,9 @@ class RunWorker(threading.Thread):
         s.exit_code = read_exit_file(s.exit_path)
         return True
 
-    def _watch(self) -> None:
+    def _watch(self) -> bool:
+        """Ship, check, wait, until the run is over (True: decide how it ended) or idle (False: for
+        the Watcher). A drop or a runner stop that leaves the agent running raises RunnerRun."""
         s = self.state
         timeout = self.provider.timeout_seconds if self.provider else None
         idle, seen = 0, s.shipped
@@ -627,31 +711,40 @@ class RunWorker(threading.Thread):
             self._ship()
             idle, seen = (idle + 1, seen) if s.shipped == seen else (0, s.shipped)
             if done:
-                return
-            if self.dropped.is_set():
+                return True
+            if self.dropped:
                 self._stop_agent()
                 self.runner.store.forget(s.id)
                 self.say("dropped by the server; agent stopped")
                 raise RunnerRun()
-            if self.cancelled.is_set():
+            if self.cancelled:
                 self._stop_agent()
                 s.outcome = "cancelled"
-                return
+                return True
             if timeout and s.started_at and time.time() - s.started_at > timeout:
                 self._stop_agent()
                 s.outcome, s.error = "failed", f"timed out after {timeout:g} s"
-                return
+                return True
             if self.runner.stop.is_set():
                 if self.runner.on_exit == "stop":
                     self._stop_agent()
                     s.outcome, s.error = "failed", f"runner {self.runner.config.name} was stopped"
-                    return
+                    return True
                 self._save(force=True)
                 raise RunnerRun()
             if idle == 0 and self._backlog() >= BURST_BYTES:
                 continue
+            if idle >= IDLE_TICKS and self._quiet():
+                return False
+            # Not quiet while idle: the server did not take the log or its events; try again each second.
             self.wake.wait(IDLE_TICK if idle >= IDLE_TICKS else TICK)
             self.wake.clear()
+
+    def _quiet(self) -> bool:
+        """Nothing to send: the log has not grown past what was shipped, and its events are sent."""
+        s = self.state
+        parses = self.provider is not None and self.provider.output in ("stream-json", "jsonl")
+        return self._backlog() <= 0 and not (parses and self.agent is not None and s.parsed < s.shipped)
 
     def _backlog(self) -> int:
         """Bytes of the job log not shipped yet."""

@@ -21,8 +21,6 @@ import sys
 import uuid
 from typing import Any
 
-from switchyard_client.hook_answer import permission_timeout
-from switchyard_client.hook_plan import EVENTS as HOOK_EVENTS
 from switchyard_client.runner_config import ProviderConfig, RunnerConfig, RunnerConfigError, parse_provider
 
 BUILTIN_NAMES = ("claude", "codex", "gemini", "shell", "demo")
@@ -31,9 +29,9 @@ PLACEHOLDERS = frozenset(
 )
 # Fixed, so that a session id always maps to the same Claude Code session (uuid5 of the id).
 SESSION_NAMESPACE = uuid.UUID("6f1c7a52-4c1e-4f7e-9a8e-2f0c3b9d5e11")
-# Every event `switchyard hook` understands, but two: a command hook on WorktreeCreate replaces
-# Claude Code's own worktree creation, and MessageDisplay would start a process per message shown.
-CLAUDE_HOOK_EVENTS = tuple(name for name in HOOK_EVENTS if name not in ("WorktreeCreate", "MessageDisplay"))
+# Of every event `switchyard hook` understands, two are left out: a command hook on WorktreeCreate
+# replaces Claude Code's own worktree creation, and MessageDisplay would start a process per message shown.
+CLAUDE_HOOKS_LEFT_OUT = ("WorktreeCreate", "MessageDisplay")
 # Events whose hooks Claude Code matches against the tool's name.
 TOOL_MATCHED = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied")
 CLAUDE_TOOLS = "Bash,Read,Write,Edit,MultiEdit,Glob,Grep,LS,TodoWrite"
@@ -110,12 +108,17 @@ def hook_command() -> str:
 
 def claude_hook_settings() -> str:
     """`--settings` JSON wiring every Claude Code hook to `switchyard hook` (this Python's)."""
+    # Imported here, when a Claude run starts: a runner without Claude runs never needs the hook's
+    # modules (a few hundred KB of its memory).
+    from switchyard_client.hook_answer import permission_timeout
+    from switchyard_client.hook_plan import EVENTS as HOOK_EVENTS
+
     entry = [{"type": "command", "command": hook_command()}]
     hooks: dict[str, Any] = {}
     # A permission request waits for a person (hook_answer.py): Claude Code's hook timeout (60 s by
     # default) must outlast the hook's own wait, or Claude Code kills it before it answers.
     asking = [{**entry[0], "timeout": int(permission_timeout()) + PERMISSION_TIMEOUT_SLACK}]
-    for event in CLAUDE_HOOK_EVENTS:
+    for event in (name for name in HOOK_EVENTS if name not in CLAUDE_HOOKS_LEFT_OUT):
         block: dict[str, Any] = {"hooks": asking if event == "PermissionRequest" else entry}
         if event in TOOL_MATCHED:
             block["matcher"] = "*"
@@ -152,18 +155,29 @@ def render(template: list[str], values: dict[str, Any]) -> list[str]:
     return [part.format_map(values) for part in template]
 
 
+class _Values(dict):
+    """Template values; the Claude hook settings are made only for a template that names them."""
+
+    def __missing__(self, key: str) -> str:
+        if key != "hook_settings":
+            raise KeyError(key)
+        self[key] = claude_hook_settings()
+        return self[key]
+
+
 def template_values(*, prompt: str, session_id: str, workdir: str, run_id: int, task_id: int | None) -> dict[str, Any]:
-    return {
-        "prompt": prompt,
-        "session_id": session_id,
-        "session_uuid": session_uuid(session_id) if session_id else "",
-        "workdir": workdir,
-        "run_id": run_id,
-        "task_id": task_id if task_id is not None else "",
-        "python": sys.executable,
-        "hook_settings": claude_hook_settings(),
-        "hook_command": hook_command(),
-    }
+    return _Values(
+        {
+            "prompt": prompt,
+            "session_id": session_id,
+            "session_uuid": session_uuid(session_id) if session_id else "",
+            "workdir": workdir,
+            "run_id": run_id,
+            "task_id": task_id if task_id is not None else "",
+            "python": sys.executable,
+            "hook_command": hook_command(),
+        }
+    )
 
 
 def _available(provider: ProviderConfig) -> bool:

@@ -1,0 +1,110 @@
+"""An MCP elicitation answered by a person (sessions_app/elicitations.py): the form built from the
+requested schema, the typed content of an accept, refusals that write nothing, and the card panel."""
+
+import pytest
+from django.test import Client
+
+from config.api.errors import DomainError
+from config.pages import PRODUCT_OWNERS
+from sessions_app.elicitations import elicitation_content, elicitation_fields
+from sessions_app.models import AgentSession, StreamEvent
+from tests.factories import SessionFactory, TaskFactory
+from tests.page_users import user_in
+
+pytestmark = pytest.mark.django_db
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "email": {"type": "string", "format": "email", "title": "Email"},
+        "size": {"type": "string", "enum": ["s", "m"], "enumNames": ["Small"]},
+        "age": {"type": "integer", "title": "Age"},
+        "ok": {"type": "boolean", "default": True},
+    },
+    "required": ["email"],
+}
+URL = "/api/v1/sessions/elic/input-requests/elic-1/"
+
+
+@pytest.fixture
+def asking(agent, agent_client):
+    """A session waiting on an MCP server's question, recorded as `switchyard hook` does."""
+    SessionFactory(agent=agent, id="elic")
+    question = {
+        "hook": "Elicitation",
+        "mcp_server_name": "shop",
+        "question": "Who is the buyer?",
+        "requested_schema": SCHEMA,
+        "choices": ["accept", "decline", "cancel"],
+        "field_order": list(SCHEMA["properties"]),
+    }
+    body = {"id": "elic-1", "type": "input_request", "payload": question}
+    assert agent_client.post("/api/v1/sessions/elic/events/", body, format="json").status_code == 201
+    moved = {"status": "waiting_for_input", "reason": "shop asks for input"}
+    assert agent_client.post("/api/v1/sessions/elic/transition/", moved, format="json").status_code == 200
+    return AgentSession.objects.get(pk="elic")
+
+
+def test_the_fields_follow_the_schema_in_the_servers_order():
+    fields = {f["name"]: f for f in elicitation_fields(SCHEMA)}
+    reordered = elicitation_fields(SCHEMA, ["ok", "age", "unknown"])
+
+    assert [f["kind"] for f in fields.values()] == ["text", "choice", "integer", "boolean"]
+    assert fields["email"]["required"] and fields["email"]["format"] == "email"
+    assert fields["size"]["choices"] == [("s", "Small"), ("m", "m")]
+    assert fields["ok"]["default"] is True
+    assert elicitation_fields({"type": "object"}) == [] and elicitation_fields("junk") == []
+    assert [f["name"] for f in reordered] == ["ok", "age", "email", "size"]
+
+
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        ({"field:age": "3"}, "Email is required"),
+        ({"field:email": "a@b.c", "field:age": "3.5"}, "Age must be a whole number"),
+        ({"field:email": "a@b.c", "field:size": "xl"}, "size must be one of: s, m"),
+    ],
+)
+def test_a_wrong_value_is_refused_with_the_fields_name(form, message):
+    with pytest.raises(DomainError, match=message):
+        elicitation_content(schema=SCHEMA, form=form)
+
+
+def test_the_card_panel_shows_the_form_and_a_product_owner_accepts(agent_client, asking):
+    owner = Client()
+    owner.force_login(user_in(PRODUCT_OWNERS, username="olivia"))
+    task = TaskFactory(session=asking)
+    html = owner.get(f"/tasks/{task.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="task-answer-{task.pk}-email" name="field:email"' in html and 'value="accept"' in html
+    # in the MCP server's order, which PostgreSQL's jsonb would not keep
+    assert (
+        html.index('"field:email"') < html.index('"field:size"') < html.index('"field:age"') < html.index('"field:ok"')
+    )
+    seq = StreamEvent.objects.get(session=asking, client_id="elic-1").seq
+    form = {"decision": "accept", "answer": "", "session": "elic", "question": str(seq)}
+
+    refused = owner.post(f"/runners/tasks/{task.pk}/answer/", {**form, "field:age": "7"}, HTTP_HX_REQUEST="true")
+    written = AgentSession.objects.get(pk="elic").last_event_seq
+    response = owner.post(
+        f"/runners/tasks/{task.pk}/answer/",
+        {**form, "field:email": "b@shop.example", "field:age": "41", "field:size": "m"},
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert "Email is required" in refused.content.decode(), refused.content.decode()[:1500]
+    assert written == seq + 1  # the status change only
+    assert response.status_code == 200
+    body = agent_client.get(URL).json()
+    assert body["decision"] == "accept" and body["answered_by"] == "olivia"
+    assert body["content"] == {"email": "b@shop.example", "size": "m", "age": 41, "ok": False}
+    assert AgentSession.objects.get(pk="elic").status == AgentSession.Status.RUNNING
+
+
+def test_an_elicitation_needs_one_of_its_actions(engineer_client, asking):
+    before = AgentSession.objects.get(pk="elic").last_event_seq
+
+    response = engineer_client.post("/sessions/elic/answer/", {"decision": "allow", "answer": "sure"})
+
+    assert response.status_code == 400 and "Choose Accept, Decline or Cancel" in response.content.decode()
+    assert AgentSession.objects.get(pk="elic").last_event_seq == before
+    assert AgentSession.objects.get(pk="elic").status == AgentSession.Status.WAITING_FOR_INPUT

@@ -1,0 +1,20 @@
+"""The card panel's budget box, included by board's panel template: ``{% load budget_tags %}`` names a tag
+library, not an import, so board keeps to its layer while usage reads its own rows."""
+
+from django import template
+
+from usage.budget_pages import may_edit_budgets, task_budget_box
+
+register = template.Library()
+
+
+@register.inclusion_tag("usage/_task_budget.html", takes_context=True)
+def task_budget_panel(context, task):
+    request = context.get("request")
+    user = getattr(request, "user", None) or context.get("user")
+    return {
+        "box": task_budget_box(task=task),
+        "may_edit": may_edit_budgets(user),
+        "csrf_token": context.get("csrf_token"),
+        "request": request,
+    }
