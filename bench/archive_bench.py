@@ -7,11 +7,11 @@ nested folders and a few symlinks. Then, --repeat times, interleaved so that loa
 machine hits both alike:
 
   tar-c     tar --zstd -cf out.tar.zst   (or tar -I zstd when --zstd is missing)
-  archive   workspaces.archival.workspace_archive: stream the tar and sha256 every file, fsync,
+  archive   workspaces.archive.services.workspace_archive: stream the tar and sha256 every file, fsync,
             rename, re-read and verify every member's sha256 and the archive's, check the
             folder is unchanged; then (timed apart, tar does not do it) delete the folder
   tar-x     tar --zstd -xf out.tar.zst
-  restore   workspaces.restore.workspace_restore: validate the manifest, extract into a
+  restore   workspaces.archive.restore.workspace_restore: validate the manifest, extract into a
             temporary folder checking every member and sha256, fsync every file, rename
 
 Ratios are tar time / our time (1.0 = as fast as tar; the aim is >= 0.8), from the medians
@@ -166,8 +166,8 @@ def setup_django(workdir: Path) -> None:
 
 def ours_archive(folder: Path) -> dict:
     """The archive service, end to end; the folder deletion (which tar does not do) is timed
-    apart by wrapping workspaces.archival.folder_remove, so it can be left out of the ratio."""
-    from workspaces import archival
+    apart by wrapping workspaces.archive.services.folder_remove, so it can be left out of the ratio."""
+    from workspaces.archive import services as archival
     from workspaces.models import Workspace
 
     workspace = Workspace.objects.create(kind=Workspace.Kind.SESSION, root_path=str(folder))
@@ -198,7 +198,7 @@ def ours_archive(folder: Path) -> dict:
 
 
 def ours_restore(workspace_id: int) -> tuple[float, float]:
-    from workspaces.restore import workspace_restore
+    from workspaces.archive.restore import workspace_restore
 
     with OwnClock() as clock:
         outcome = workspace_restore(workspace_id=workspace_id)
@@ -221,7 +221,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="Timed rounds, interleaved (default 3).")
     parser.add_argument("--workdir", type=Path, help="Where to put the folders (default: a temporary folder).")
     parser.add_argument(
-        "--level", type=int, help="zstd level for our archive (default: workspaces.archive_format.ZSTD_LEVEL)."
+        "--level", type=int, help="zstd level for our archive (default: workspaces.archive.format.ZSTD_LEVEL)."
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="Keep the work folder.")
@@ -242,7 +242,7 @@ def run(args, workdir: Path) -> None:
     setup_django(workdir)
     from django.conf import settings
 
-    from workspaces import archive_format
+    from workspaces.archive import format as archive_format
 
     if args.level is not None:
         archive_format.ZSTD_LEVEL = args.level

@@ -8,8 +8,8 @@ One run: a fresh database, keys, the server, then
   client  the same work through switchyard_client: EventBatcher(max_items=1000) in --batch-clients
           threads, one Client and session each, events added one by one (ids, timestamps, JSON made
           by the client), counted in the database over the window; aim >= 80 % of "batch"
-  hook    `switchyard hook` spawned --hook-calls times with a recorded Claude Code mix (prompt, Bash
-          Pre/PostToolUse), as Claude Code runs it: a new process per event; p50/p95 wall time, aim
+  hook    `switchyard hook` spawned --hook-calls times with a recorded Claude Code mix (prompt, tool
+          calls that succeed and fail, a subagent, compaction, notification, stop), as Claude Code runs it: a new process per event; p50/p95 wall time, aim
           p95 <= 50 ms; beside the floor of starting this venv's Python, and the hook with the server down
 
 Run: .venv/bin/python bench/client_bench.py [--duration 10] [--hook-calls 200]   (other options: run.py's)
@@ -131,12 +131,18 @@ class ClientBench(foundation.Bench):
             noisy += bool(done.stderr)
         down_env = {**env, "SWITCHYARD_URL": "http://127.0.0.1:9", "SWITCHYARD_STATE_DIR": str(state) + "-down"}
         down = [timed([str(SWITCHYARD), "hook"], payloads[1], down_env)[0] for _ in range(30)]
-        rows = self.pg.scalar("SELECT count(*) FROM ledger_toolinvocation WHERE session_id = %s", [sid])
+        # The subagent's calls are in its child session (issue 15): counted with the main session's.
+        rows = self.pg.scalar(
+            "SELECT count(*) FROM ledger_toolinvocation WHERE session_id = %s"
+            " OR session_id IN (SELECT id FROM sessions_app_agentsession WHERE parent_id = %s)",
+            [sid, sid],
+        )
+        expected = sum(1 for payload in payloads if payload["hook_event_name"] == "PreToolUse")
         p50, p95 = statistics.median(walls), percentile(walls, 95)
         say(
             f"  hook: p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {max(walls):.1f} ms over {calls} calls "
             f"({noisy} wrote to stderr); python start alone p50 {statistics.median(floor):.1f} ms; "
-            f"server down p50 {statistics.median(down):.1f} ms; tool calls stored {rows}"
+            f"server down p50 {statistics.median(down):.1f} ms; tool calls stored {rows} of {expected}"
         )
         self.details["hook"] = {
             "calls": calls,
@@ -148,6 +154,7 @@ class ClientBench(foundation.Bench):
             "server_down_p50_ms": statistics.median(down),
             "server_down_p95_ms": percentile(down, 95),
             "tool_calls_stored": rows,
+            "tool_calls_sent": expected,
         }
         self.add_figure(
             name=f"hook: wall per call, {calls} calls",
@@ -174,21 +181,47 @@ class ClientBench(foundation.Bench):
 
 
 def hook_payloads(sid: str, calls: int) -> list[dict]:
-    """SessionStart, then prompt / Bash PreToolUse / Bash PostToolUse, repeated."""
+    """SessionStart, then rounds of the events a working session sends (issue 15's larger set): a
+    prompt, tool calls that succeed and fail, a subagent with a call of its own, a notification,
+    a compaction with its summary, the end of the turn."""
     common = {"session_id": sid, "transcript_path": f"/tmp/{sid}.jsonl", "cwd": "/srv/app"}
-    payloads = [{**common, "hook_event_name": "SessionStart", "source": "startup"}]
+    payloads = [{**common, "hook_event_name": "SessionStart", "source": "startup", "model": "claude-sonnet-4-5"}]
     n = 0
     while len(payloads) < calls:
         n += 1
-        tool = {
-            "tool_name": "Bash",
-            "tool_input": {"command": f"pytest -q tests/test_{n}.py"},
-            "tool_use_id": f"toolu_{n}",
-        }
-        payloads.append({**common, "hook_event_name": "UserPromptSubmit", "prompt": f"Fix test {n}"})
-        payloads.append({**common, "hook_event_name": "PreToolUse", **tool})
-        response = {"stdout": f"{n} passed", "stderr": "", "interrupted": False, "isImage": False}
-        payloads.append({**common, "hook_event_name": "PostToolUse", **tool, "tool_response": response})
+        bash = {"tool_name": "Bash", "tool_input": {"command": f"pytest -q tests/test_{n}.py"}}
+        read = {"tool_name": "Read", "tool_input": {"file_path": f"/srv/app/src/module_{n}.py"}}
+        sub = {"agent_id": f"a{n:015x}", "agent_type": "Explore"}
+        grep = {"tool_name": "Grep", "tool_input": {"pattern": f"def test_{n}"}, "tool_use_id": f"toolu_g{n}"}
+        payloads += [
+            {**common, "hook_event_name": "UserPromptSubmit", "prompt": f"Fix test {n}"},
+            {**common, "hook_event_name": "PreToolUse", **bash, "tool_use_id": f"toolu_b{n}"},
+            {
+                **common,
+                "hook_event_name": "PostToolUse",
+                **bash,
+                "tool_use_id": f"toolu_b{n}",
+                "tool_response": {"stdout": f"{n} passed", "stderr": "", "interrupted": False, "isImage": False},
+            },
+            {**common, "hook_event_name": "PreToolUse", **read, "tool_use_id": f"toolu_r{n}"},
+            {
+                **common,
+                "hook_event_name": "PostToolUseFailure",
+                **read,
+                "tool_use_id": f"toolu_r{n}",
+                "error": "File does not exist.",
+                "is_interrupt": False,
+                "duration_ms": 3,
+            },
+            {**common, "hook_event_name": "SubagentStart", **sub},
+            {**common, "hook_event_name": "PreToolUse", **grep, **sub},
+            {**common, "hook_event_name": "PostToolUse", **grep, **sub, "tool_response": {"numFiles": 1}},
+            {**common, "hook_event_name": "SubagentStop", **sub, "stop_hook_active": False},
+            {**common, "hook_event_name": "Notification", "message": "Claude needs your attention"},
+            {**common, "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""},
+            {**common, "hook_event_name": "PostCompact", "trigger": "auto", "compact_summary": f"Fixed tests 1-{n}."},
+            {**common, "hook_event_name": "Stop", "stop_hook_active": False},
+        ]
     return payloads[:calls]
 
 

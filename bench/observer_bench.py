@@ -138,7 +138,7 @@ class Rows:
 
 
 def workspace_create(env: dict) -> tuple[int, Path]:
-    code = "from workspaces.services import workspace_create_for_session as c; w = c(); print(w.pk, w.root_path)"
+    code = "from workspaces.files.services import workspace_create_for_session as c; w = c(); print(w.pk, w.root_path)"
     done = subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", code],
         cwd=ROOT,

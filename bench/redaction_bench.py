@@ -1,4 +1,4 @@
-"""What redaction costs per event (ledger/redaction.py), over a realistic mix of event payloads.
+"""What redaction costs per event (config/redaction.py), over a realistic mix of event payloads.
 
     .venv/bin/python bench/redaction_bench.py            # a few seconds, one core
 
@@ -32,7 +32,7 @@ EVENT_MIX = [
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
-    from ledger.redaction import REDACTED, redact_json
+    from config.redaction import REDACTED, redact_json
 
     secret = [p for p in EVENT_MIX if REDACTED in json.dumps(redact_json(p))]
     clean = [p for p in EVENT_MIX if p not in secret]

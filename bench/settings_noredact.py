@@ -5,7 +5,7 @@ settings module is imported before any module that binds ``redact_json`` / ``red
 (sessions_app/api/fast.py, config/api/redacted_fields.py, ledger/services.py), so they bind these.
 """
 
-import ledger.redaction as _redaction
+import config.redaction as _redaction
 from config.settings.production import *  # noqa: F403
 
 _redaction.redact_json = lambda value: value

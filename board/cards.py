@@ -7,7 +7,9 @@ exactly while nothing on the card changed: no invalidation to forget. Per proces
 """
 
 import threading
+from dataclasses import dataclass, field
 
+from django.db.models import QuerySet
 from django.template.loader import render_to_string
 
 from board.card_extras import card_extra_values, card_extras
@@ -54,3 +56,33 @@ def card_html(task: Task, *, task_url_prefix: str, oob: bool = False) -> str:
                 _cards.pop(next(iter(_cards)))  # the oldest entry: dicts keep insertion order
             _cards[key] = html
     return html
+
+
+COLUMNS = list(Task.Status)
+
+
+@dataclass
+class Column:
+    status: str
+    label: str
+    tasks: list[Task] = field(default_factory=list)
+    cards: list[str] = field(default_factory=list)  # each task's card HTML, in order
+
+    @property
+    def count(self) -> int:
+        return len(self.tasks)
+
+
+def board_columns(*, tasks: QuerySet[Task], task_url_prefix: str) -> list[Column]:
+    """The seven columns, each with its cards in rank order and their HTML: one query."""
+    columns = {status.value: Column(status=status.value, label=status.label) for status in COLUMNS}
+    for task in tasks:
+        column = columns[task.status]
+        column.tasks.append(task)
+        column.cards.append(card_html(task, task_url_prefix=task_url_prefix))
+    return list(columns.values())
+
+
+def board_labels(*, columns: list[Column]) -> list[str]:
+    """Labels on the cards shown, for the label filter's suggestions (no query)."""
+    return sorted({label for column in columns for task in column.tasks for label in task.labels or []})

@@ -15,8 +15,8 @@ from functools import cache
 from django.conf import settings
 from django.utils import timezone
 
-from board.board_selectors import board_cards, board_column_counts
 from board.cards import card_html
+from board.selectors import board_cards, board_column_counts
 from config.live import live_seq_current, publish_ids
 
 BOARD_GROUP = "board"

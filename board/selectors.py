@@ -1,7 +1,23 @@
-from django.db.models import Count, Q, QuerySet
+"""Reads for the board: tasks and campaigns, the kanban page, its pushes and a task's panel.
 
+The page and the pushes render cards from the same queryset, so a card looks the same however
+it reached the screen, and the page costs the same number of queries for 3 cards or 3,000.
+The repository part of a task's panel shows which repository the task's runs work in, and the
+registered ones a person may pick instead.
+"""
+
+from dataclasses import dataclass
+
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+
+from board.card_extras import card_extra_annotations
 from board.models import Campaign, Task
 from config.api.errors import DomainError
+from ledger.models import Event, ToolInvocation
+from runners.models import Run
+from sessions_app.models import Agent
+from workspaces.models import Artifact, Repository
+from workspaces.worktrees.selectors import repository_choices
 
 
 def task_get(*, task_id: int) -> Task:
@@ -29,3 +45,110 @@ def campaign_list() -> QuerySet[Campaign]:
         tasks_done=Count("tasks", filter=Q(tasks__status=Task.Status.DONE), distinct=True),
         leads_total=Count("leads", distinct=True),
     ).order_by("-created_at", "-id")
+
+
+DETAIL_ROWS = 50  # history, tool calls and artifacts shown in the panel; the session page has the rest
+
+# What a card shows; the description and error can be long and are read by the detail panel only.
+CARD_FIELDS = (
+    "id",
+    "title",
+    "status",
+    "priority",
+    "rank",
+    "labels",
+    "created_at",
+    "assignee__id",
+    "assignee__slug",
+    "assignee__display_name",
+    "assignee__emoji",
+    "campaign__id",
+    "campaign__name",
+    "session__id",
+    "session__status",
+)
+
+
+def board_task_list() -> QuerySet[Task]:
+    """Every card with what it shows, in column order (rank, then id for equal ranks).
+
+    ``run_status``/``run_runner``: the task's active run, if any, for the card's badge. Subqueries
+    in the one query, each an index lookup (``run_one_active_per_task`` is a partial unique index).
+    What apps above board show on cards (``board/card_extras.py``) is annotated in the same query.
+    """
+    active = Run.objects.filter(task=OuterRef("pk"), status__in=Run.ACTIVE)
+    return (
+        Task.objects.select_related("assignee", "campaign", "session")
+        .only(*CARD_FIELDS)
+        .annotate(
+            run_status=Subquery(active.values("status")[:1]),
+            run_runner=Subquery(active.values("runner__name")[:1]),
+            **card_extra_annotations(),
+        )
+        .order_by("rank", "id")
+    )
+
+
+def board_cards(*, task_ids: list[int]) -> list[Task]:
+    return list(board_task_list().filter(pk__in=task_ids))
+
+
+def board_column_counts() -> dict[str, int]:
+    """How many cards each column holds, over the whole board (pushes carry these)."""
+    counts = dict.fromkeys(Task.Status.values, 0)
+    for row in Task.objects.order_by().values("status").annotate(n=Count("pk")):
+        counts[row["status"]] = row["n"]
+    return counts
+
+
+def board_filter_choices() -> dict:
+    """The agents and campaigns the filter form offers: two queries, whatever the board's size."""
+    return {
+        "agents": list(Agent.objects.order_by("slug").only("slug", "display_name", "emoji")),
+        "campaigns": list(Campaign.objects.order_by("name").only("id", "name")),
+    }
+
+
+@dataclass
+class TaskDetail:
+    task: Task
+    events: list[Event]
+    tool_calls: list[ToolInvocation]
+    artifacts: list[Artifact]
+
+
+def task_detail(*, task_id: int) -> TaskDetail:
+    """A task with its history, and its session's tool calls and artifacts (the latest of each)."""
+    task = Task.objects.select_related("assignee", "campaign", "session").filter(pk=task_id).first()
+    if task is None:
+        raise DomainError(f"Task {task_id} not found.", code="not_found")
+    events = list(
+        Event.objects.filter(subject_type="task", subject_id=str(task.pk)).order_by("-created_at", "-id")[:DETAIL_ROWS]
+    )
+    tool_calls: list[ToolInvocation] = []
+    artifacts: list[Artifact] = []
+    if task.session is not None:
+        tool_calls = list(
+            ToolInvocation.objects.filter(session_id=task.session_id).order_by("-started_at", "-id")[:DETAIL_ROWS]
+        )
+        if task.session.workspace_id is not None:
+            artifacts = list(
+                Artifact.objects.filter(workspace_id=task.session.workspace_id).order_by("path")[:DETAIL_ROWS]
+            )
+    return TaskDetail(task=task, events=events, tool_calls=tool_calls, artifacts=artifacts)
+
+
+@dataclass
+class RepositoryBox:
+    task: Task
+    choices: list[Repository]
+    current: Repository | None  # None: the run works in its session workspace
+    error: str = ""
+    saved: bool = False
+
+
+def task_repository_box(*, task: Task, error: str = "", saved: bool = False) -> RepositoryBox:
+    """One query: the registered repositories, the task's own among them (no second read for it)."""
+    choices = repository_choices()
+    current = next((repo for repo in choices if repo.pk == task.repository_id), None)
+    return RepositoryBox(task=task, choices=choices, current=current, error=error, saved=saved)

@@ -21,8 +21,8 @@ from config.demo_passwords import refuse_demo_passwords_at_startup  # noqa: E402
 
 refuse_demo_passwords_at_startup()
 
-# Temporaries of uploads cut short when the last web process died (workspaces/upload_parts.py).
-from workspaces.upload_parts import upload_parts_sweep_in_background  # noqa: E402
+# Temporaries of uploads cut short when the last web process died (workspaces/files/upload_parts.py).
+from workspaces.files.upload_parts import upload_parts_sweep_in_background  # noqa: E402
 
 upload_parts_sweep_in_background()
 

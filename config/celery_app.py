@@ -16,9 +16,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 app = Celery("switchyard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# Archival keeps its tasks beside its services in workspaces/archive_tasks.py; beat names them
-# there (config/schedules.py), so workers must load that module too. Apps without one are skipped.
-app.autodiscover_tasks(related_name="archive_tasks")
 
 
 def _ensure_embedded_broker_folders() -> None:

@@ -17,12 +17,12 @@ class ContentionRefusals(logging.Filter):
 
 class CredentialsMasked(logging.Filter):
     """Masks credentials in a log line's text and arguments (``?api_key=...``, ``token=...``,
-    ``password=...``, ``user:pass@`` in URLs, any key shape ledger/redaction.py knows), so a key
+    ``password=...``, ``user:pass@`` in URLs, any key shape config/redaction.py knows), so a key
     that a client put in a URL never reaches the access log. Such a key is not accepted either:
     only the Authorization header authenticates (sessions_app/api/authentication.py)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from ledger.redaction import redact_text  # the app registry is not ready when LOGGING is read
+        from config.redaction import redact_text  # the app registry is not ready when LOGGING is read
 
         if isinstance(record.msg, str):
             record.msg = redact_text(record.msg)

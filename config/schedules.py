@@ -59,7 +59,7 @@ def schedules() -> tuple[Schedule, ...]:
         ),
         Schedule(
             name="archival: archive due workspaces",
-            task="workspaces.archive_tasks.workspaces_archive_due_task",
+            task="workspaces.tasks.workspaces_archive_due_task",
             every_seconds=3600,
             description="Archives workspaces past their retention (ARCHIVE_AFTER_DAYS).",
         ),

@@ -6,8 +6,8 @@ from django.utils import timezone
 
 from config.api.errors import DomainError
 from config.idempotency import IncomingItem, ItemResult, canonical_sha256
+from config.redaction import summarize
 from ledger.models import ToolInvocation
-from ledger.redaction import summarize
 from sessions_app.live import session_push
 from sessions_app.models import AgentSession
 from sessions_app.services import session_records_write

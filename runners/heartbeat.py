@@ -10,7 +10,7 @@ from django.utils import timezone
 from runners.models import Run, Runner
 from sessions_app.liveness import agent_alive
 from sessions_app.models import Agent
-from workspaces.runner_hosted import Removal, worktree_removals_pending, worktree_reports_store
+from workspaces.worktrees.runner_hosted import Removal, worktree_removals_pending, worktree_reports_store
 
 HELD = (Run.Status.ASSIGNED, Run.Status.STARTING, Run.Status.RUNNING)
 STARTED = (Run.Status.STARTING, Run.Status.RUNNING)

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from django.db.models import Case, F, Q, Value, When
 
 from sessions_app.models import Agent
-from workspaces.worktree_claims import worktree_leases_renew
+from workspaces.worktrees.claims import worktree_leases_renew
 
 # Far below HEARTBEAT_TTL_SECONDS (300 s) and WORKTREE_LEASE_TTL_SECONDS (900 s): a request
 # always keeps an agent's work, while a busy agent writes at most once per this many seconds.

@@ -22,7 +22,7 @@ from board.services import task_release
 from ledger.events import event_record
 from sessions_app.actors import SYSTEM
 from sessions_app.models import Agent
-from workspaces.worktree_claims import worktree_leases_expire
+from workspaces.worktrees.claims import worktree_leases_expire
 
 logger = logging.getLogger(__name__)
 BATCH_SIZE = 100

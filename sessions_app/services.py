@@ -20,8 +20,8 @@ from sessions_app.event_sql import stream_event_insert_one, stream_events_insert
 from sessions_app.live import session_push
 from sessions_app.liveness import agent_alive
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
-from workspaces.services import workspace_create_for_session, workspace_discard_empty, workspace_shared
-from workspaces.worktree_claims import worktree_leases_renew
+from workspaces.files.services import workspace_create_for_session, workspace_discard_empty, workspace_shared
+from workspaces.worktrees.claims import worktree_leases_renew
 
 Status = AgentSession.Status
 

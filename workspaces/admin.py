@@ -14,13 +14,12 @@ from django.db.models import Count
 from config.api.errors import DomainError
 from sessions_app.actors import Actor
 from sessions_app.admin import report_counts
-from workspaces import git
-from workspaces.archival import workspace_archive_request
+from workspaces.archive.restore import workspace_restore_request
+from workspaces.archive.services import workspace_archive_request
 from workspaces.models import Artifact, ArtifactVersion, Repository, Workspace, Worktree, WorktreeClaimRequest
-from workspaces.restore import workspace_restore_request
-from workspaces.worktree_claims import worktree_release
-from workspaces.worktree_sync import worktree_config_sync
-from workspaces.worktrees import (
+from workspaces.worktrees import git
+from workspaces.worktrees.claims import worktree_release
+from workspaces.worktrees.services import (
     host_label,
     refuse_on_runner,
     repository_default_name,
@@ -29,6 +28,7 @@ from workspaces.worktrees import (
     worktree_config_sync_for_actor,
     worktree_remove,
 )
+from workspaces.worktrees.sync import worktree_config_sync
 
 # How many refusal reasons one action shows; the rest are counted.
 SHOWN_PROBLEMS = 5

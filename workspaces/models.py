@@ -36,7 +36,7 @@ class Workspace(TimeStampedModel):
     archive_manifest_sha256 = models.CharField(max_length=64, blank=True)
     # Set once the archive at archive_location was re-read and matched the folder. From then on
     # the folder may be deleted; status turns archived only when it is gone, so a run that finds
-    # this set on an active workspace finishes the deletion (workspaces/archival.py).
+    # this set on an active workspace finishes the deletion (workspaces/archive/services.py).
     archive_verified_at = models.DateTimeField(null=True, blank=True)
     # Archival and restore claim the row with a conditional update; the lease outlives the longest
     # task, so a killed worker's claim lapses and the next run takes over.

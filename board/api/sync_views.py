@@ -6,10 +6,9 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from board import sync_selectors as selectors
 from board.api import sync_serializers as s
 from board.services import require_orchestrator
-from board.sync import state_sync, state_sync_queue
+from board.sync import selectors, state_sync, state_sync_queue
 from config.api.errors import DomainError
 from config.api.views import actor_from_request, validate_input
 

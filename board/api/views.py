@@ -11,7 +11,7 @@ from config.api.schema import lease_lost_response
 from config.api.views import actor_from_request, validate_input
 from sessions_app.actors import Actor
 from sessions_app.selectors import session_get_for_actor
-from workspaces.worktree_selectors import repository_get_by_name
+from workspaces.worktrees.selectors import repository_get_by_name
 
 
 def _claiming_agent(actor: Actor):

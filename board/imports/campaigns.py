@@ -28,7 +28,7 @@ from config.api.errors import DomainError
 from ledger.events import event_record
 from sessions_app.actors import Actor
 from workspaces.models import Repository
-from workspaces.worktree_selectors import repository_find, repository_names
+from workspaces.worktrees.selectors import repository_find, repository_names
 
 SUFFIX = ".json"
 CAMPAIGN_FIELDS = ("name", "type", "priority", "deliverables", "target_audience", "goal", "starts_on", "ends_on")

@@ -5,16 +5,11 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from board.board_selectors import (
-    board_columns,
-    board_filter_choices,
-    board_labels,
-    board_task_list,
-    task_detail,
-)
+from board.cards import board_columns, board_labels
 from board.live import board_cards_render, board_seq_current, task_url_prefix
 from board.models import Task
 from board.pages.filters import BoardFilter
+from board.selectors import board_filter_choices, board_task_list, task_detail
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for
 from runners.card_moves import task_move_stopping_runs

@@ -10,14 +10,14 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from board.selectors import task_repository_box
 from board.services import task_set_repository
-from board.task_repository_selectors import task_repository_box
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for
 from runners.page_selectors import task_get
 from sessions_app.actors import Actor
 from workspaces.models import Repository
-from workspaces.worktree_selectors import repository_get
+from workspaces.worktrees.selectors import repository_get
 
 
 def _repository_chosen(value: str) -> Repository | None:

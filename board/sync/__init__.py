@@ -1,7 +1,7 @@
 """Sync-to-db: the agent-service's state snapshots and job logs mirrored into the database.
 
 ``state_sync`` is the service; ``board.tasks.state_sync_task`` runs it in a worker (beat,
-the observer, the API and the admin queue it); ``board.sync_selectors`` reads issues and
+the observer, the API and the admin queue it); ``board.sync.selectors`` reads issues and
 drift. Decisions (see ``service`` for the run itself):
 
 - A session folder ``session-1770537842`` becomes the AgentSession with that same id (it

@@ -20,7 +20,7 @@ from django.utils.dateparse import parse_datetime
 from board.models import Task
 from board.services import priority_normalise
 from config.api.errors import DomainError
-from ledger.redaction import redact_text
+from config.redaction import redact_text
 from sessions_app.models import AgentSession
 
 ORCHESTRATOR = "orchestrator"

@@ -6,7 +6,7 @@ itself (one query), and board/pages/task_repository_views.py renders the same pa
 
 from django import template
 
-from board.task_repository_selectors import task_repository_box as repository_box_read
+from board.selectors import task_repository_box as repository_box_read
 from config.pages import BOARD, user_may
 
 register = template.Library()

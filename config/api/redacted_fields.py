@@ -1,4 +1,4 @@
-"""Input fields that redact what an agent sends before anything stores it (ledger/redaction.py).
+"""Input fields that redact what an agent sends before anything stores it (config/redaction.py).
 
 Validation runs on the text as sent (lengths, URL shape); the value handed on is the redacted one,
 so every service and every answer sees only that. Idempotency is unaffected: a write's body hash
@@ -7,7 +7,7 @@ so every service and every answer sees only that. Idempotency is unaffected: a w
 
 from rest_framework import serializers
 
-from ledger.redaction import redact_json
+from config.redaction import redact_json
 
 
 class RedactedMixin:

@@ -52,7 +52,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "workspaces.download_host.DownloadHostMiddleware",
+    "workspaces.files.download_host.DownloadHostMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Above CommonMiddleware: API paths get JSON errors, never an APPEND_SLASH redirect or an HTML page.
@@ -348,7 +348,7 @@ FILE_UPLOAD_MAX_BYTES = env_int("FILE_UPLOAD_MAX_BYTES", 5 * 1024**3, minimum=1)
 # upload that died (a web process killed mid-body): the reconcile and each web start remove it.
 UPLOAD_TIMEOUT_SECONDS = env_int("UPLOAD_TIMEOUT_SECONDS", 3600, minimum=60)
 # Optional host (e.g. files.example.com) that serves people's file downloads by signed link,
-# so no agent-written file is ever opened on Switchyard's own origin (workspaces/download_host.py).
+# so no agent-written file is ever opened on Switchyard's own origin (workspaces/files/download_host.py).
 DOWNLOAD_HOST = env_str("DOWNLOAD_HOST", "").strip()
 if DOWNLOAD_HOST and "*" not in ALLOWED_HOSTS:
     ALLOWED_HOSTS = [*ALLOWED_HOSTS, re.sub(r":\d+$", "", DOWNLOAD_HOST)]  # host names match without the port

@@ -22,10 +22,10 @@ from runners.identities import runner_for_actor
 from runners.log_shipping import run_log_append
 from runners.run_lifecycle import run_report
 from sessions_app.api.views import resume_body
-from workspaces import worktree_selectors
 from workspaces.api.worktree_serializers import WorktreeOutput
-from workspaces.files import read_chunks
-from workspaces.runner_hosted import repository_register_on_runner, worktree_register_on_runner
+from workspaces.files.uploads import read_chunks
+from workspaces.worktrees import selectors as worktree_selectors
+from workspaces.worktrees.runner_hosted import repository_register_on_runner, worktree_register_on_runner
 
 
 class TaskRunQueueView(APIView):

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from config.api.fields import datetime_output
-from ledger.redaction import redact_json
+from config.redaction import redact_json
 from sessions_app.models import StreamEvent
 
 _TYPES = frozenset(StreamEvent.Type.values)
@@ -47,7 +47,7 @@ def stream_event_fast_validate(item: dict) -> dict | None:
             return None
         if size > settings.EVENT_PAYLOAD_MAX_BYTES:
             return None
-    data["payload"] = redact_json(payload)  # secrets never reach the database (ledger/redaction.py)
+    data["payload"] = redact_json(payload)  # secrets never reach the database (config/redaction.py)
     if "timestamp" in item:
         raw = item["timestamp"]
         if not isinstance(raw, str):

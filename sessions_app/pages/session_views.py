@@ -19,9 +19,9 @@ from sessions_app.input_requests import session_answer_input
 from sessions_app.live import session_group
 from sessions_app.models import AgentSession
 from sessions_app.selectors import session_question
-from workspaces.download_host import download_host_enabled, download_redirect
-from workspaces.download_response import file_response
-from workspaces.services import artifact_open
+from workspaces.files.download_host import download_host_enabled, download_redirect
+from workspaces.files.download_response import file_response
+from workspaces.files.services import artifact_open
 
 
 @page_for(ENGINEERING)

@@ -4,7 +4,7 @@ import pytest
 
 from board.models import Task
 from board.sync import state_sync
-from board.sync_selectors import sync_drift
+from board.sync.selectors import sync_drift
 from sessions_app.models import AgentSession
 from tests.board.test_sync_service import ORCHESTRATOR, SESSION, snapshot, write_file
 

@@ -8,7 +8,7 @@ from django.conf import settings
 
 from board.models import Task
 from board.sync import state_sync
-from ledger.redaction import REDACTED
+from config.redaction import REDACTED
 from sessions_app.models import AgentSession
 from tests.ledger.secret_corpus import CORPUS
 

@@ -29,7 +29,7 @@ from tests.client.test_runner_live import GIT_ENV
 from tests.factories import TaskFactory
 from tests.runners.live_runner import RunnerProc
 from tests.workspaces.conftest import commit_file, git
-from workspaces.worktrees import repository_register
+from workspaces.worktrees.services import repository_register
 
 RUNNER = "build-1"
 

@@ -98,7 +98,7 @@ def test_task_commands(cli, sy):
 
 def test_worktree_commands(cli, tmp_path):
     from tests.workspaces.conftest import commit_file, git
-    from workspaces.worktrees import repository_register
+    from workspaces.worktrees.services import repository_register
 
     clone = tmp_path / "code" / "app"
     clone.mkdir(parents=True)

@@ -31,7 +31,7 @@ from tests.factories import TaskFactory, UserFactory
 from tests.worker import FILE_ROOTS, ROOT, wait_for, worker_environment
 from tests.workspaces.conftest import commit_file, git
 from workspaces.models import Artifact, ArtifactVersion, Worktree
-from workspaces.worktrees import repository_register, worktree_create
+from workspaces.worktrees.services import repository_register, worktree_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,7 @@ from tests.client.mcp_harness import McpConversation
 from tests.factories import AgentFactory, UserFactory
 from tests.worker import wait_for
 from workspaces.models import Artifact
-from workspaces.worktrees import worktree_create
+from workspaces.worktrees.services import worktree_create
 
 TOOLS = {
     "claim_next_task",
@@ -130,7 +130,7 @@ def test_an_error_from_the_api_is_a_tool_error_with_the_message(conversation):
 
 def test_claim_and_release_a_worktree(conversation, mcp_agent, tmp_path):
     from tests.workspaces.conftest import commit_file, git
-    from workspaces.worktrees import repository_register
+    from workspaces.worktrees.services import repository_register
 
     clone = tmp_path / "code" / "app"
     clone.mkdir(parents=True)

@@ -25,7 +25,7 @@ from switchyard_client.client import Client
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.live_runner import GIT_ENV, Machine, run_in, wait_for
 from tests.workspaces.conftest import commit_file, git
-from workspaces.worktrees import repository_register
+from workspaces.worktrees.services import repository_register
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 HERE = Path(__file__).parent

@@ -28,7 +28,7 @@ from switchyard_client.client import Client
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.live_runner import RunnerProc
 from tests.workspaces.conftest import commit_file, git
-from workspaces.worktrees import repository_register
+from workspaces.worktrees.services import repository_register
 
 FAKE = Path(__file__).with_name("fake_claude.py")
 GIT_ENV = {

@@ -37,7 +37,7 @@ def test_it_creates_every_schedule_of_the_code(settings):
         "observer: reconcile workspaces": ("workspaces.tasks.workspace_reconcile_task", 600, "seconds", True, 600),
         "runners: expire run leases": ("runners.tasks.runs_expire_leases_task", 15, "seconds", True, 15),
         "archival: archive due workspaces": (
-            "workspaces.archive_tasks.workspaces_archive_due_task",
+            "workspaces.tasks.workspaces_archive_due_task",
             3600,
             "seconds",
             True,

@@ -24,9 +24,9 @@ from tests.workspaces.archive_support import (
     ended_session_workspace,
     tree_state,
 )
-from workspaces.archival import stored_archive_check, stored_manifest, tombstone_path
-from workspaces.archive_tasks import workspace_archive_task
+from workspaces.archive.services import stored_archive_check, stored_manifest, tombstone_path
 from workspaces.models import Workspace
+from workspaces.tasks import workspace_archive_task
 
 pytestmark = pytest.mark.worker
 

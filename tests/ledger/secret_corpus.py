@@ -119,7 +119,7 @@ CORPUS = [(name, f"{BEFORE} {leak} {AFTER}", secret) for name, leak, secret in _
 ORDINARY = [
     "commit 3f9c2a7e8b1d4c6a9e0f2b3c4d5e6f7a8b9c0d1e merged into main",
     "request 123e4567-e89b-12d3-a456-426614174000 took 12 ms",
-    "edited /home/agent/work/switchyard/ledger/redaction.py and sessions_app/api/fast.py",
+    "edited /home/agent/work/switchyard/config/redaction.py and sessions_app/api/fast.py",
     "see https://github.com/org/repo/pull/12 and https://docs.example.com/a/b?page=2&sort=asc",
     "password reset link sent to the user; the token expired after 15 minutes",
     "usage: input_tokens=1234 output_tokens: 456 max_tokens=4096",

@@ -16,7 +16,7 @@ from ledger.events import event_fields, event_insert_sql, event_record
 from ledger.insert_sql import InsertSelect
 from ledger.models import Event
 from tests.factories import TaskFactory
-from workspaces import worktree_claims
+from workspaces.worktrees import claims as worktree_claims
 
 FRAGMENTS = {
     "board claim": (CLAIM_INSERT, TaskClaim),

@@ -95,8 +95,9 @@ def test_the_agents_page_query_count_does_not_grow_with_agents(count, django_ass
     _busy_agents(count)
     client = _engineer_client()
 
-    # session, user, groups; agents, tasks in progress, worktrees, open sessions, task and tool-call aggregates
-    with django_assert_num_queries(9):
+    # session, user, groups; agents, tasks in progress, worktrees, open sessions, task and tool-call
+    # aggregates; the usage chart's cost and tokens per agent and day (usage/pages, one for all agents)
+    with django_assert_num_queries(10):
         response = client.get("/agents/?period=7d")
 
     assert response.status_code == 200

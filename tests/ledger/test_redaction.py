@@ -1,6 +1,6 @@
 import pytest
 
-from ledger.redaction import REDACTED, summarize
+from config.redaction import REDACTED, summarize
 
 
 @pytest.mark.parametrize(

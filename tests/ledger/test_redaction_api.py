@@ -14,8 +14,8 @@ from django.test import Client
 
 from board.models import Task
 from config.pages import ENGINEERS
+from config.redaction import REDACTED
 from ledger.models import ToolInvocation
-from ledger.redaction import REDACTED
 from sessions_app.models import AgentSession, Checkpoint, Milestone, StreamEvent
 from tests.factories import SessionFactory
 from tests.ledger.secret_corpus import AFTER, BEFORE, CORPUS

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ledger.redaction import REDACTED, is_secret_name, redact_json, redact_text, summarize
+from config.redaction import REDACTED, is_secret_name, redact_json, redact_text, summarize
 from tests.ledger.secret_corpus import AFTER, BEFORE, CORPUS, ORDINARY
 
 

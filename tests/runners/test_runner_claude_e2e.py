@@ -33,7 +33,7 @@ from tests.runners.claude_cli import claude_env, require_claude
 from tests.runners.fake_anthropic import FakeAnthropic, text, tool_results, tool_use
 from tests.runners.live_runner import GIT_ENV, Machine, run_in, wait_for
 from tests.workspaces.conftest import commit_file, git
-from workspaces.worktrees import repository_register
+from workspaces.worktrees.services import repository_register
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
@@ -117,7 +117,7 @@ def queue_claude(person, repository, title: str) -> Run:
 
 
 def worktree_of(repository, run: Run) -> Path:
-    # A task of no type gets the worktree `task-<id>` beside the clone (workspaces/worktrees.py).
+    # A task of no type gets the worktree `task-<id>` beside the clone (workspaces/worktrees/services.py).
     return Path(os.path.realpath(Path(repository.path).parent / f"task-{run.task_id}"))
 
 

@@ -24,7 +24,7 @@ from tests.factories import TaskFactory, UserFactory
 from tests.runners.live_runner import GIT_ENV, Machine, git, wait_for
 from tests.worker import FILE_ROOTS
 from workspaces.models import Repository, Worktree
-from workspaces.worktrees import worktree_remove
+from workspaces.worktrees.services import worktree_remove
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 

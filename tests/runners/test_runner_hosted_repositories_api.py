@@ -10,7 +10,7 @@ from sessions_app.actors import Actor
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.runner_clients import client_with_key, next_runs
 from workspaces.models import Repository, Worktree
-from workspaces.worktree_status import worktree_status
+from workspaces.worktrees.status import worktree_status
 
 pytestmark = pytest.mark.django_db
 REPOS = "/api/v1/runners/me/repositories/"

@@ -19,7 +19,7 @@ from sessions_app.reaper import agents_reap_stale
 from tests.admin.factories import WorktreeFactory
 from tests.factories import TaskFactory
 from workspaces.models import Worktree
-from workspaces.worktree_claims import worktree_claim
+from workspaces.worktrees.claims import worktree_claim
 
 pytestmark = pytest.mark.django_db
 TTL = 300

@@ -286,7 +286,7 @@ def test_a_later_answer_comes_with_the_next_call_on_a_new_connection(connect, ag
 
 def test_a_worktree_held_and_given_back_and_a_task_failed_over_http(connect, agent_key, tmp_path):
     from tests.workspaces.conftest import commit_file, git
-    from workspaces.worktrees import repository_register, worktree_create
+    from workspaces.worktrees.services import repository_register, worktree_create
 
     agent, key = agent_key
     clone = tmp_path / "code" / "app"

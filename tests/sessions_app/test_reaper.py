@@ -18,7 +18,7 @@ from sessions_app.tasks import agents_reap_stale_task
 from tests.admin.factories import WorktreeFactory
 from tests.factories import AgentFactory, TaskFactory
 from workspaces.models import Worktree
-from workspaces.worktree_claims import worktree_claim
+from workspaces.worktrees.claims import worktree_claim
 
 TTL = 300
 

@@ -10,9 +10,9 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from board.board_selectors import board_task_list
 from board.cards import card_html
 from board.models import Task
+from board.selectors import board_task_list
 from config.pages import PRODUCT_OWNERS
 from ledger.models import Event, WebhookDelivery
 from ledger.webhooks import webhook_deliver, webhook_deliveries_create, webhook_subscribe

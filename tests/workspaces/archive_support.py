@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from sessions_app.models import AgentSession
 from tests.factories import SessionFactory
-from workspaces.archive_format import FORMAT
+from workspaces.archive.format import FORMAT
+from workspaces.files.services import workspace_create_for_session
 from workspaces.models import Workspace
-from workspaces.services import workspace_create_for_session
 
 
 @pytest.fixture(name="archive_storage", autouse=True)
@@ -172,7 +172,7 @@ class Killed(BaseException):
 def queued_tasks_fixture(monkeypatch) -> list[tuple[str, tuple, dict]]:
     """Records the archive tasks' ``.delay`` calls instead of sending them to a broker. They are
     made after commit: run the request inside ``django_capture_on_commit_callbacks(execute=True)``."""
-    from workspaces import archive_tasks
+    from workspaces import tasks as archive_tasks
 
     calls: list[tuple[str, tuple, dict]] = []
     for name in ("workspace_archive_task", "workspace_restore_task"):

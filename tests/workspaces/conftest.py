@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sessions_app.actors import Actor
-from workspaces.worktrees import repository_register
+from workspaces.worktrees.services import repository_register
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Test Author",

@@ -23,13 +23,13 @@ from tests.workspaces.archive_support import (
     fill_tree,
     tree_state,
 )
-from workspaces import archival
-from workspaces.archival import archive_claim, tombstone_path, workspace_archive
-from workspaces.archive_format import ArchiveInvalid, FolderChanged
-from workspaces.archive_storage import archive_storage as archive_storage_for_tests
-from workspaces.archive_storage import stored_atomically
+from workspaces.archive import services as archival
+from workspaces.archive.format import ArchiveInvalid, FolderChanged
+from workspaces.archive.services import archive_claim, tombstone_path, workspace_archive
+from workspaces.archive.storage import archive_storage as archive_storage_for_tests
+from workspaces.archive.storage import stored_atomically
+from workspaces.files.services import workspace_shared
 from workspaces.models import Repository, Workspace, Worktree
-from workspaces.services import workspace_shared
 
 pytestmark = pytest.mark.django_db
 

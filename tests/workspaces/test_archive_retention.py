@@ -17,10 +17,10 @@ from tests.workspaces.archive_support import (
     ended_session_workspace,
     queued_tasks_fixture,  # noqa: F401 - the queued_tasks fixture
 )
-from workspaces.archive_retention import workspaces_due_for_archive
-from workspaces.archive_tasks import workspaces_archive_due_task
+from workspaces.archive.selectors import workspaces_due_for_archive
+from workspaces.files.services import workspace_shared
 from workspaces.models import Repository, Workspace, Worktree, WorktreeClaimRequest
-from workspaces.services import workspace_shared
+from workspaces.tasks import workspaces_archive_due_task
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,9 @@ from django.db import transaction
 
 from ledger.models import Event
 from sessions_app.actors import SYSTEM
-from workspaces.backups import BackupFailed, artifact_version_backup, backup_parts
+from workspaces.files.backups import BackupFailed, artifact_version_backup, backup_parts
+from workspaces.files.services import artifact_record_version, workspace_create_for_session, workspace_shared
 from workspaces.models import ArtifactVersion
-from workspaces.services import artifact_record_version, workspace_create_for_session, workspace_shared
 from workspaces.tasks import artifact_backup_task
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
 """Agent-written files never run as script on Switchyard's origin: every download route sends
-the same headers (workspaces/download_headers.py), whatever type the uploader claimed.
+the same headers (workspaces/files/download_headers.py), whatever type the uploader claimed.
 
 Before the fix the API served ``x.html`` inline as ``text/html`` (``x.svg`` as
 ``image/svg+xml``) with no Content-Disposition and no CSP: each case below failed there.

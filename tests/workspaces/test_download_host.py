@@ -1,5 +1,5 @@
 """DOWNLOAD_HOST: people's downloads leave Switchyard's origin for a host that serves only
-signed links (workspaces/download_host.py)."""
+signed links (workspaces/files/download_host.py)."""
 
 from urllib.parse import urlsplit
 
@@ -9,7 +9,7 @@ from django.test import Client
 
 from config.pages import ENGINEERS
 from tests.page_users import user_in
-from workspaces import download_host
+from workspaces.files import download_host
 from workspaces.models import Artifact
 
 pytestmark = pytest.mark.django_db

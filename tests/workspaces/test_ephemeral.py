@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from workspaces.ephemeral import shutdown_handlers_install, workspace_shared_clear
+from workspaces.files.ephemeral import shutdown_handlers_install, workspace_shared_clear
+from workspaces.files.services import workspace_shared
 from workspaces.models import ArtifactVersion
-from workspaces.services import workspace_shared
 
 pytestmark = pytest.mark.django_db
 

@@ -16,10 +16,10 @@ import pytest
 
 from ledger.models import Event
 from tests.worker import wait_for
-from workspaces import observer as observer_module
+from workspaces.files import observer as observer_module
+from workspaces.files.observer import FileObserver
+from workspaces.files.services import workspace_create_for_session, workspace_shared
 from workspaces.models import Artifact, ArtifactVersion
-from workspaces.observer import FileObserver
-from workspaces.services import workspace_create_for_session, workspace_shared
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -183,7 +183,7 @@ def test_a_kernel_queue_overflow_asks_for_a_reconcile(observer):
 
 
 def test_a_deletion_keeps_the_history_and_a_recreation_adds_a_version_only_for_new_bytes(work, observer, caplog):
-    caplog.set_level(logging.INFO, logger="workspaces.observer")
+    caplog.set_level(logging.INFO, logger="workspaces.files.observer")
     write(work / "report.md", b"first")
     wait_for(lambda: versions("work_products/report.md"))
     settled(observer)
@@ -282,7 +282,7 @@ def test_a_snapshot_change_queues_sync_for_its_session_folder(observer, file_roo
 
 def test_a_snapshot_change_without_the_sync_task_is_logged_and_skipped(observer, file_roots, monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "board.tasks", None)  # import fails
-    caplog.set_level(logging.WARNING, logger="workspaces.observer")
+    caplog.set_level(logging.WARNING, logger="workspaces.files.observer")
 
     write(file_roots["STATE_DIR"] / "session-1" / "orchestrator.json", b"{}")
 
@@ -293,7 +293,7 @@ def test_a_folder_that_is_not_a_registered_workspace_is_ignored_and_logged_once(
     observer, file_roots, monkeypatch, caplog
 ):
     monkeypatch.setattr(observer_module, "UNREGISTERED_GRACE_SECONDS", 0.3)
-    caplog.set_level(logging.WARNING, logger="workspaces.reconcile")
+    caplog.set_level(logging.WARNING, logger="workspaces.files.reconcile")
     stray = file_roots["WORKSPACE_ROOT"] / "somebody_elses"
 
     write(stray / "work_products" / "a.md", b"a")

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from tests.worker import ROOT, wait_for, worker_environment
+from workspaces.files.services import workspace_create_for_session, workspace_shared
 from workspaces.models import ArtifactVersion
-from workspaces.services import workspace_create_for_session, workspace_shared
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -115,7 +115,7 @@ def test_a_shared_workspace_that_is_not_ephemeral_survives_sigint(observe):
 
 
 def test_once_runs_a_single_reconcile(transactional_db, settings, monkeypatch):
-    from workspaces import reconcile
+    from workspaces.files import reconcile
 
     monkeypatch.setattr(reconcile, "RECONCILE_QUIET_NS", 0)
     settings.OBSERVER_SETTLE_MS = 0

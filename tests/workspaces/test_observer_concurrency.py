@@ -14,10 +14,10 @@ from django.db import connection
 
 from ledger.models import Event
 from tests.worker import wait_for
+from workspaces.files.observer import FileObserver
+from workspaces.files.reconcile import artifact_observe
+from workspaces.files.services import workspace_create_for_session
 from workspaces.models import Artifact, ArtifactVersion
-from workspaces.observer import FileObserver
-from workspaces.reconcile import artifact_observe
-from workspaces.services import workspace_create_for_session
 
 pytestmark = [pytest.mark.concurrency, pytest.mark.django_db(transaction=True)]
 

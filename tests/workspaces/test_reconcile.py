@@ -9,10 +9,10 @@ import pytest
 
 from ledger.models import Event
 from sessions_app.actors import SYSTEM
-from workspaces import reconcile
+from workspaces.files import reconcile
+from workspaces.files.reconcile import FileMemory, workspace_reconcile
+from workspaces.files.services import artifact_write, workspace_create_for_session, workspace_shared
 from workspaces.models import Artifact, ArtifactVersion
-from workspaces.reconcile import FileMemory, workspace_reconcile
-from workspaces.services import artifact_write, workspace_create_for_session, workspace_shared
 from workspaces.tasks import workspace_reconcile_task
 
 pytestmark = pytest.mark.django_db

@@ -17,11 +17,11 @@ from tests.workspaces.archive_support import (
     tree_state,
     without_setuid,
 )
-from workspaces import restore as restore_module
-from workspaces.archival import workspace_archive
-from workspaces.archive_format import ArchiveInvalid
+from workspaces.archive import restore as restore_module
+from workspaces.archive.format import ArchiveInvalid
+from workspaces.archive.restore import workspace_restore
+from workspaces.archive.services import workspace_archive
 from workspaces.models import Workspace
-from workspaces.restore import workspace_restore
 
 pytestmark = pytest.mark.django_db
 

@@ -21,10 +21,10 @@ from tests.workspaces.archive_support import (
     member,
     planted_archive,
 )
-from workspaces.archival import folder_remove
-from workspaces.archive_format import ArchiveInvalid
+from workspaces.archive.format import ArchiveInvalid
+from workspaces.archive.restore import workspace_restore
+from workspaces.archive.services import folder_remove
 from workspaces.models import Workspace
-from workspaces.restore import workspace_restore
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,13 @@ import os
 
 import pytest
 
-from workspaces.safepaths import UnsafePath, clean_relative, open_file_beneath, parent_descriptor, resolve_under_roots
+from workspaces.files.safepaths import (
+    UnsafePath,
+    clean_relative,
+    open_file_beneath,
+    parent_descriptor,
+    resolve_under_roots,
+)
 
 REFUSED = [
     ("../escape.txt", "'..' component"),

@@ -8,9 +8,9 @@ import pytest
 
 from ledger.models import Event
 from sessions_app.actors import SYSTEM
+from workspaces.files.reconcile import workspace_reconcile
+from workspaces.files.services import artifact_write, workspace_create_for_session, workspace_shared
 from workspaces.models import ArtifactVersion
-from workspaces.reconcile import workspace_reconcile
-from workspaces.services import artifact_write, workspace_create_for_session, workspace_shared
 
 pytestmark = pytest.mark.django_db
 
@@ -108,7 +108,7 @@ def test_where_the_kernel_copy_is_refused_a_plain_copy_is_made_and_verified(sess
 
 
 def test_a_copy_that_reads_back_different_bytes_is_not_recorded(session_ws, file_roots, monkeypatch):
-    from workspaces import backups
+    from workspaces.files import backups
 
     def corrupt(fd, tmp_name, dir_fd):
         size = real(fd, tmp_name, dir_fd)

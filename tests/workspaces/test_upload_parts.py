@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from workspaces import reconcile
+from workspaces.files import reconcile
+from workspaces.files.services import workspace_create_for_session
+from workspaces.files.upload_parts import upload_parts_sweep_in_background
 from workspaces.models import Artifact
-from workspaces.services import workspace_create_for_session
 from workspaces.tasks import workspace_reconcile_task
-from workspaces.upload_parts import upload_parts_sweep_in_background
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""PostgreSQL's one-statement grant and release (workspaces/worktree_claims.py, _change_unlocked)
+"""PostgreSQL's one-statement grant and release (workspaces/worktrees/claims.py, _change_unlocked)
 write what the locked path writes.
 
 The same claim and release of one worktree by one agent, once through the single statement and
@@ -13,10 +13,10 @@ from django.test.utils import CaptureQueriesContext
 
 from ledger.models import Event
 from sessions_app.actors import Actor
-from workspaces import worktree_claims as claims
 from workspaces.models import Worktree
-from workspaces.worktree_claims import worktree_claim, worktree_release
-from workspaces.worktrees import worktree_create
+from workspaces.worktrees import claims
+from workspaces.worktrees.claims import worktree_claim, worktree_release
+from workspaces.worktrees.services import worktree_create
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # the single statement applies only in autocommit

@@ -1,4 +1,4 @@
-"""PostgreSQL's one-statement grant and release (workspaces/worktree_claims.py, _change_unlocked):
+"""PostgreSQL's one-statement grant and release (workspaces/worktrees/claims.py, _change_unlocked):
 what they write, and that any change between the unlocked read and the statement sends the
 decision back under the row lock.
 
@@ -17,10 +17,10 @@ from django.utils import timezone
 from config.api.errors import DomainError
 from ledger.models import Event
 from sessions_app.actors import Actor
-from workspaces import worktree_claims as claims
 from workspaces.models import Worktree, WorktreeClaimRequest
-from workspaces.worktree_claims import worktree_claim, worktree_release
-from workspaces.worktrees import worktree_create
+from workspaces.worktrees import claims
+from workspaces.worktrees.claims import worktree_claim, worktree_release
+from workspaces.worktrees.services import worktree_create
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -10,9 +10,9 @@ from sessions_app.actors import Actor
 from tests.page_users import user_in
 from tests.workspaces.conftest import commit_file
 from workspaces.models import Worktree
-from workspaces.worktree_claims import worktree_claim
-from workspaces.worktree_selectors import worktree_monitor_list
-from workspaces.worktrees import worktree_create
+from workspaces.worktrees.claims import worktree_claim
+from workspaces.worktrees.selectors import worktree_monitor_list
+from workspaces.worktrees.services import worktree_create
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from config.api.errors import DomainError
 from sessions_app.actors import Actor
 from workspaces.api.worktree_serializers import WorktreeOutput, worktree_render
 from workspaces.models import Worktree
-from workspaces.worktree_claims import worktree_claim, worktree_release
-from workspaces.worktrees import worktree_create
+from workspaces.worktrees.claims import worktree_claim, worktree_release
+from workspaces.worktrees.services import worktree_create
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from sessions_app.actors import Actor
 from tests.admin.factories import admin_url
 from tests.factories import AgentFactory
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
-from workspaces.worktree_claims import worktree_claim
-from workspaces.worktrees import worktree_create
+from workspaces.worktrees.claims import worktree_claim
+from workspaces.worktrees.services import worktree_create
 
 pytestmark = pytest.mark.django_db
 

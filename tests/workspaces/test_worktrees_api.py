@@ -10,9 +10,9 @@ from ledger.models import Event
 from tests.factories import UserFactory
 from tests.workspaces.conftest import commit_file, git
 from workspaces.models import Repository, Worktree
-from workspaces.worktree_claims import worktree_claim
-from workspaces.worktree_status import worktree_status
-from workspaces.worktrees import repository_register, worktree_create
+from workspaces.worktrees.claims import worktree_claim
+from workspaces.worktrees.services import repository_register, worktree_create
+from workspaces.worktrees.status import worktree_status
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from ledger.models import Event
 from sessions_app.models import Agent
 from tests.factories import AgentFactory
 from workspaces.models import Worktree, WorktreeClaimRequest
-from workspaces.worktree_claims import worktree_claim, worktree_leases_renew, worktree_release
-from workspaces.worktrees import worktree_create
+from workspaces.worktrees.claims import worktree_claim, worktree_leases_renew, worktree_release
+from workspaces.worktrees.services import worktree_create
 
 pytestmark = pytest.mark.django_db
 

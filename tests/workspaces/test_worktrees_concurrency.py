@@ -17,8 +17,8 @@ from sessions_app.actors import Actor
 from tests.factories import AgentFactory
 from tests.threads import run_together
 from workspaces.models import Worktree, WorktreeClaimRequest
-from workspaces.worktree_claims import worktree_claim, worktree_release
-from workspaces.worktrees import worktree_create
+from workspaces.worktrees.claims import worktree_claim, worktree_release
+from workspaces.worktrees.services import worktree_create
 
 pytestmark = [pytest.mark.concurrency, pytest.mark.django_db(transaction=True)]
 

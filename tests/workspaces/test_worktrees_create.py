@@ -12,9 +12,9 @@ from ledger.models import Event
 from sessions_app.actors import Actor
 from tests.factories import UserFactory
 from tests.workspaces.conftest import commit_file, git
-from workspaces import worktrees
 from workspaces.models import Repository, Workspace, Worktree
-from workspaces.worktrees import repository_register, worktree_create, worktree_remove
+from workspaces.worktrees import services as worktrees
+from workspaces.worktrees.services import repository_register, worktree_create, worktree_remove
 
 pytestmark = pytest.mark.django_db
 

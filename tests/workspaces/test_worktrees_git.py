@@ -6,7 +6,7 @@ import pytest
 
 from config.api.errors import DomainError
 from tests.workspaces.conftest import commit_file, git
-from workspaces import git as g
+from workspaces.worktrees import git as g
 
 
 def test_it_runs_git_with_an_argument_list_and_no_prompt(clone, monkeypatch):

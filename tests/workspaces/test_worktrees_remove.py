@@ -10,8 +10,8 @@ from ledger.models import Event
 from tests.factories import AgentFactory
 from tests.workspaces.conftest import commit_file, git, tree_snapshot
 from workspaces.models import Workspace, Worktree, WorktreeClaimRequest
-from workspaces.worktree_claims import worktree_claim
-from workspaces.worktrees import worktree_create
+from workspaces.worktrees.claims import worktree_claim
+from workspaces.worktrees.services import worktree_create
 
 pytestmark = pytest.mark.django_db
 

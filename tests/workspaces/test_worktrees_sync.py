@@ -8,9 +8,9 @@ from django.utils import timezone
 
 from ledger.models import Event
 from workspaces.models import Worktree
-from workspaces.worktree_claims import worktree_claim
-from workspaces.worktree_sync import worktree_config_sync
-from workspaces.worktrees import worktree_changes, worktree_create
+from workspaces.worktrees.claims import worktree_claim
+from workspaces.worktrees.services import worktree_changes, worktree_create
+from workspaces.worktrees.sync import worktree_config_sync
 
 pytestmark = pytest.mark.django_db
 

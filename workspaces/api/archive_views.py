@@ -8,8 +8,8 @@ from rest_framework.views import APIView
 from config.api.fields import StrictSerializer
 from config.api.views import actor_from_request, validate_input
 from workspaces.api.serializers import WorkspaceOutput
+from workspaces.archive.restore import workspace_restore_request
 from workspaces.models import Workspace
-from workspaces.restore import workspace_restore_request
 
 
 class ArchiveOutput(serializers.ModelSerializer):

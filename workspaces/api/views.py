@@ -12,11 +12,11 @@ from rest_framework.views import APIView
 from config.api.errors import DomainError
 from config.api.views import actor_from_request, validate_input
 from sessions_app.selectors import session_get_for_actor
-from workspaces import selectors, services
 from workspaces.api import serializers as s
-from workspaces.download_host import download_host_enabled, download_redirect
-from workspaces.download_response import file_response
-from workspaces.files import read_chunks
+from workspaces.files import selectors, services
+from workspaces.files.download_host import download_host_enabled, download_redirect
+from workspaces.files.download_response import file_response
+from workspaces.files.uploads import read_chunks
 from workspaces.models import Artifact
 
 
@@ -122,7 +122,7 @@ class SessionFileView(APIView):
         workspace = selectors.session_workspace(session=session)
         fd, size, logical = services.artifact_open(workspace=workspace, path=path)
         if actor.agent is None and download_host_enabled():
-            # A person's browser: the bytes come from the download host (workspaces/download_host.py).
+            # A person's browser: the bytes come from the download host (workspaces/files/download_host.py).
             os.close(fd)
             return download_redirect(request, workspace=workspace, path=logical)
         # request._request: the Django request under DRF's, which says whether this is served by ASGI.

@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 from config.api.fields import StrictSerializer, datetime_output
 from workspaces.models import Repository, Worktree
-from workspaces.worktrees import KNOWN_TYPES, NAME_MAX_LENGTH, TYPE_MAX_LENGTH
+from workspaces.worktrees.services import KNOWN_TYPES, NAME_MAX_LENGTH, TYPE_MAX_LENGTH
 
 
 class RepositoryOutput(serializers.ModelSerializer):
@@ -36,7 +36,7 @@ class WorktreeCreateInput(StrictSerializer):
         min_value=1, max_value=2**31 - 1, required=False, help_text="Fetch refs/pull/<n>/head from origin."
     )
 
-    # What validate() and workspaces.worktrees.worktree_create enforce across fields
+    # What validate() and workspaces.worktrees.services.worktree_create enforce across fields
     # (config/api/schema_constraints.py merges it into the schema).
     openapi_rules = {
         "allOf": [

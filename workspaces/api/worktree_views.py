@@ -9,11 +9,9 @@ from config.api.errors import DomainError
 from config.api.fields import StrictSerializer
 from config.api.schema import lease_lost_response
 from config.api.views import actor_from_request, validate_input
-from workspaces import worktree_claims as claims
-from workspaces import worktree_selectors as selectors
-from workspaces import worktree_status as monitor
-from workspaces import worktrees as services
 from workspaces.api import worktree_serializers as s
+from workspaces.worktrees import claims, selectors, services
+from workspaces.worktrees import status as monitor
 
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no", ""}

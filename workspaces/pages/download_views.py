@@ -1,12 +1,12 @@
-"""The download host's one page: a signed link to a workspace file (workspaces/download_host.py)."""
+"""The download host's one page: a signed link to a workspace file (workspaces/files/download_host.py)."""
 
 from django.http import Http404
 from django.views.decorators.http import require_safe
 
 from config.api.errors import DomainError
-from workspaces.download_host import download_host_enabled, download_link_read
-from workspaces.download_response import file_response
-from workspaces.services import artifact_open
+from workspaces.files.download_host import download_host_enabled, download_link_read
+from workspaces.files.download_response import file_response
+from workspaces.files.services import artifact_open
 
 
 @require_safe

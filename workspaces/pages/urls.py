@@ -6,6 +6,6 @@ app_name = "workspaces"
 
 urlpatterns = [
     path("worktrees/", worktree_views.worktree_monitor, name="worktrees"),
-    # Served on DOWNLOAD_HOST only (workspaces/download_host.py).
+    # Served on DOWNLOAD_HOST only (workspaces/files/download_host.py).
     path("downloads/<str:token>", download_views.signed_download, name="download"),
 ]

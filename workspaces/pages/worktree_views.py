@@ -5,7 +5,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from config.pages import ENGINEERING, page_for
-from workspaces.worktree_selectors import worktree_monitor_list
+from workspaces.worktrees.selectors import worktree_monitor_list
 
 REFRESH_SECONDS = 5
 

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from board.sync import state_sync
 from board.sync.files import session_key_valid
-from board.sync_selectors import sync_drift
+from board.sync.selectors import sync_drift
 from config.api.errors import DomainError
 
 

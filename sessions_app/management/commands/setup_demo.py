@@ -18,7 +18,7 @@ from runners.local_runner import local_runner_config_write
 from sessions_app.actors import Actor
 from sessions_app.keys import agent_get_or_create, api_key_create
 from sessions_app.models import AgentApiKey
-from workspaces.worktrees import repository_register
+from workspaces.worktrees.services import repository_register
 
 # (title, priority, labels, description, in the demo repository). The descriptions read well as a
 # first run of the local runner's demo provider: press Run on a card and it reads the task, writes

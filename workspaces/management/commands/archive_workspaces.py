@@ -3,8 +3,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from config.api.errors import DomainError
-from workspaces.archival import archive_refusal, workspace_archive
-from workspaces.archive_retention import workspaces_due_for_archive
+from workspaces.archive.selectors import workspaces_due_for_archive
+from workspaces.archive.services import archive_refusal, workspace_archive
 from workspaces.models import Workspace
 
 PROGRESS_EVERY_SECONDS = 2.0

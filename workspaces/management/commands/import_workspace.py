@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from config.api.errors import DomainError
 from sessions_app.actors import SYSTEM
 from sessions_app.models import AgentSession
-from workspaces.adoption import workspace_adopt
+from workspaces.files.adoption import workspace_adopt
 
 
 class Command(BaseCommand):

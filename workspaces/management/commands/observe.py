@@ -3,9 +3,9 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
-from workspaces.ephemeral import SHUTDOWN_SIGNALS, workspace_shared_clear
-from workspaces.observer import DEFAULT_QUEUE_LIMIT, FileObserver
-from workspaces.reconcile import workspace_reconcile
+from workspaces.files.ephemeral import SHUTDOWN_SIGNALS, workspace_shared_clear
+from workspaces.files.observer import DEFAULT_QUEUE_LIMIT, FileObserver
+from workspaces.files.reconcile import workspace_reconcile
 
 
 class Command(BaseCommand):

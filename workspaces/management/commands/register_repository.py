@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from config.api.errors import DomainError
-from workspaces.worktrees import repository_register
+from workspaces.worktrees.services import repository_register
 
 
 class Command(BaseCommand):

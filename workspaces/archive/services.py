@@ -38,7 +38,7 @@ from config.side_effects import enqueue_task
 from ledger.events import event_record
 from sessions_app.actors import Actor
 from sessions_app.models import AgentSession
-from workspaces.archive_format import (
+from workspaces.archive.format import (
     SUFFIXES,
     ArchiveInvalid,
     FolderChanged,
@@ -51,7 +51,7 @@ from workspaces.archive_format import (
     manifest_parse,
     same_content,
 )
-from workspaces.archive_storage import (
+from workspaces.archive.storage import (
     fsync_folder,
     stored_atomically,
     stored_exists,
@@ -59,8 +59,8 @@ from workspaces.archive_storage import (
     stored_parts_remove,
     stored_read,
 )
+from workspaces.files.safepaths import DIR_FLAGS
 from workspaces.models import Workspace, Worktree
-from workspaces.safepaths import DIR_FLAGS
 
 MANIFEST_SUFFIX = ".manifest.json"
 MANIFEST_MAX_BYTES = 256 * 1024 * 1024
@@ -150,7 +150,7 @@ def workspace_archive_request(*, actor: Actor, workspace: Workspace) -> None:
     if reason is not None:
         raise DomainError(reason, code="conflict")
     # By name: the task module imports this one, never the other way round.
-    enqueue_task("workspaces.archive_tasks.workspace_archive_task", workspace.pk, actor_label=actor.label)
+    enqueue_task("workspaces.tasks.workspace_archive_task", workspace.pk, actor_label=actor.label)
 
 
 # --- Archive ----------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from django.db.models import Count, Q, QuerySet
 
 from config.api.errors import DomainError
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
-from workspaces.worktree_status import worktree_statuses
+from workspaces.worktrees.status import worktree_statuses
 
 
 def repository_list() -> QuerySet[Repository]:

@@ -9,10 +9,10 @@ from django.db import transaction
 
 from config.api.errors import DomainError
 from sessions_app.actors import Actor
-from workspaces.files import hash_fd
+from workspaces.files.safepaths import UnsafePath, clean_relative, open_file_beneath
+from workspaces.files.services import SESSION_FOLDERS, artifact_record_version
+from workspaces.files.uploads import hash_fd
 from workspaces.models import Artifact, Workspace
-from workspaces.safepaths import UnsafePath, clean_relative, open_file_beneath
-from workspaces.services import SESSION_FOLDERS, artifact_record_version
 
 
 @dataclass

@@ -20,10 +20,10 @@ from django.conf import settings
 
 from config.api.errors import DomainError
 from sessions_app.actors import SYSTEM, Actor
-from workspaces.files import hash_fd
+from workspaces.files.reconcile import GONE, artifact_observe, signature
+from workspaces.files.safepaths import UnsafePath, clean_relative, root_descriptor
+from workspaces.files.uploads import hash_fd
 from workspaces.models import Workspace
-from workspaces.reconcile import GONE, artifact_observe, signature
-from workspaces.safepaths import UnsafePath, clean_relative, root_descriptor
 
 logger = logging.getLogger(__name__)
 

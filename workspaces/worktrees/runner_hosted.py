@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from config.api.errors import DomainError
 from sessions_app.actors import Actor
-from workspaces import git
 from workspaces.models import Repository, Worktree
-from workspaces.worktrees import NAME_MAX_LENGTH, REMOVE_FORCE, TYPE_MAX_LENGTH, event, slug_check
+from workspaces.worktrees import git
+from workspaces.worktrees.services import NAME_MAX_LENGTH, REMOVE_FORCE, TYPE_MAX_LENGTH, event, slug_check
 
 PATH_MAX_LENGTH = 4096
 REPORTED_CHANGES = 200  # uncommitted changes kept per worktree report

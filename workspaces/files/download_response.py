@@ -6,8 +6,8 @@ import os
 from django.http import JsonResponse, StreamingHttpResponse
 from werkzeug.http import parse_range_header
 
-from workspaces.download_headers import SANDBOX_CSP, download_headers_apply
-from workspaces.files import fd_range_content
+from workspaces.files.download_headers import SANDBOX_CSP, download_headers_apply
+from workspaces.files.uploads import fd_range_content
 
 
 def file_response(

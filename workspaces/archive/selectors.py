@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from board.models import Task
 from sessions_app.models import AgentSession
-from workspaces.archival import archivable
+from workspaces.archive.services import archivable
 from workspaces.models import Workspace, Worktree, WorktreeClaimRequest
 
 

@@ -35,15 +35,7 @@ from config.api.errors import DomainError
 from config.side_effects import enqueue_task
 from ledger.events import event_record
 from sessions_app.actors import Actor
-from workspaces.archival import (
-    ClaimLost,
-    archive_claim,
-    archive_claim_release,
-    folder_open,
-    folder_remove,
-    stored_manifest,
-)
-from workspaces.archive_format import (
+from workspaces.archive.format import (
     ArchiveInvalid,
     Entry,
     Manifest,
@@ -52,9 +44,17 @@ from workspaces.archive_format import (
     folder_entries,
     same_content,
 )
-from workspaces.archive_storage import fsync_folder, glob_escape, stored_exists, stored_open
+from workspaces.archive.services import (
+    ClaimLost,
+    archive_claim,
+    archive_claim_release,
+    folder_open,
+    folder_remove,
+    stored_manifest,
+)
+from workspaces.archive.storage import fsync_folder, glob_escape, stored_exists, stored_open
+from workspaces.files.safepaths import DIR_FLAGS
 from workspaces.models import Workspace
-from workspaces.safepaths import DIR_FLAGS
 
 WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -89,7 +89,7 @@ def workspace_restore_request(*, actor: Actor, workspace_id: int) -> tuple[Works
     if not workspace.archive_location or not workspace.archive_manifest_sha256:
         raise DomainError(f"Workspace {workspace_id} has no recorded archive to restore from.", code="conflict")
     # By name: the task module imports this one, never the other way round.
-    enqueue_task("workspaces.archive_tasks.workspace_restore_task", workspace.pk, actor_label=actor.label)
+    enqueue_task("workspaces.tasks.workspace_restore_task", workspace.pk, actor_label=actor.label)
     return workspace, True
 
 

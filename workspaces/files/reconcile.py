@@ -29,11 +29,11 @@ from django.db.models import OuterRef, Subquery
 
 from config.api.errors import DomainError
 from sessions_app.actors import SYSTEM, Actor
-from workspaces.backups import BackupFailed, backup_present, backup_record, backup_staged, backup_wanted
-from workspaces.files import hash_fd
+from workspaces.files.backups import BackupFailed, backup_present, backup_record, backup_staged, backup_wanted
+from workspaces.files.safepaths import UnsafePath, clean_relative, open_file_beneath
+from workspaces.files.services import SESSION_FOLDERS, artifact_record_version, workspace_shared
+from workspaces.files.uploads import hash_fd
 from workspaces.models import Artifact, ArtifactVersion, Workspace
-from workspaces.safepaths import UnsafePath, clean_relative, open_file_beneath
-from workspaces.services import SESSION_FOLDERS, artifact_record_version, workspace_shared
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from datetime import datetime
 from django.db import connection
 from django.utils import timezone
 
-from workspaces import git
 from workspaces.models import Worktree, WorktreeClaimRequest
-from workspaces.worktrees import worktree_changes
+from workspaces.worktrees import git
+from workspaces.worktrees.services import worktree_changes
 
 RECENT_FILES = 10
 

@@ -43,7 +43,7 @@ from watchdog.events import (
 from watchdog.observers.inotify import InotifyObserver
 
 from config.side_effects import enqueue_task
-from workspaces.reconcile import (
+from workspaces.files.reconcile import (
     BUSY,
     RECONCILE_QUIET_NS,
     FileMemory,

@@ -23,14 +23,9 @@ from ledger.events import event_record
 from ledger.models import Event
 from sessions_app.actors import Actor
 from sessions_app.models import Agent
-from workspaces import git
 from workspaces.models import Repository, Workspace, Worktree, WorktreeClaimRequest
-from workspaces.worktree_sync import (
-    ConfigSyncReport,
-    sync_links_expected,
-    sync_links_unlink,
-    worktree_config_sync,
-)
+from workspaces.worktrees import git
+from workspaces.worktrees.sync import ConfigSyncReport, sync_links_expected, sync_links_unlink, worktree_config_sync
 
 # Suggested types; any slug works.
 KNOWN_TYPES = ("feat", "fix", "review", "trunk", "chore", "docs", "exp")

@@ -30,9 +30,9 @@ from django.db import transaction
 from config.api.errors import DomainError
 from ledger.events import event_record
 from sessions_app.actors import SYSTEM, Actor
-from workspaces.files import CHUNK_BYTES, hash_fd
+from workspaces.files.safepaths import open_file_beneath, parent_descriptor
+from workspaces.files.uploads import CHUNK_BYTES, hash_fd
 from workspaces.models import ArtifactVersion, Workspace
-from workspaces.safepaths import open_file_beneath, parent_descriptor
 
 logger = logging.getLogger(__name__)
 

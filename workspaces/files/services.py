@@ -16,10 +16,10 @@ from config.api.errors import DomainError
 from ledger.events import event_record
 from ledger.models import Event, ToolInvocation
 from sessions_app.actors import Actor
-from workspaces.backups import BackupFailed, artifact_version_backup, backup_wanted
-from workspaces.files import StagedFile, staged_file
+from workspaces.files.backups import BackupFailed, artifact_version_backup, backup_wanted
+from workspaces.files.safepaths import clean_relative, open_file_beneath, parent_descriptor, resolve_under_roots
+from workspaces.files.uploads import StagedFile, staged_file
 from workspaces.models import Artifact, ArtifactVersion, Workspace
-from workspaces.safepaths import clean_relative, open_file_beneath, parent_descriptor, resolve_under_roots
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from ledger.events import event_dispatch, event_fields, event_insert_sql
 from sessions_app.actors import Actor
 from sessions_app.models import Agent
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
-from workspaces.worktrees import (
+from workspaces.worktrees.services import (
     LEASE_EXPIRED,
     check_may_change,
     event,
