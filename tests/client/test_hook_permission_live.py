@@ -5,87 +5,19 @@ the hook prints Claude Code's decision JSON. Also: nobody answers (the default),
 hook gets no answer to a session not its own."""
 
 import json
-import os
-import re
 import subprocess
-import sys
-import threading
 import time
 
 import httpx
 import pytest
-from django.test import Client
 
-from config.pages import ENGINEERS
 from sessions_app.models import AgentSession, StreamEvent
 from tests.client.hook_events import FIXTURES, SID
-from tests.page_users import user_in
+from tests.client.hook_person import answer_in_thread, signed_in_engineer, wait_until_waiting
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REQUEST = FIXTURES["PermissionRequest"]
-
-
-@pytest.fixture
-def start_hook(tmp_path):
-    """Start `switchyard hook` on a payload, as Claude Code does; returns the running process."""
-
-    def start(payload: dict, *, url: str, key: str, timeout: float, default: str = "") -> subprocess.Popen:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(tmp_path),
-            "SWITCHYARD_URL": url,
-            "SWITCHYARD_KEY": key,
-            "SWITCHYARD_STATE_DIR": str(tmp_path / f"state-{key[-6:]}"),
-            "SWITCHYARD_HOOK_BUDGET": "5",  # a loaded machine
-            "SWITCHYARD_PERMISSION_TIMEOUT": str(timeout),
-        }
-        if default:
-            env["SWITCHYARD_PERMISSION_DEFAULT"] = default
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "switchyard_client.cli", "hook"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            text=True,
-        )
-        proc.stdin.write(json.dumps(payload))
-        proc.stdin.close()
-        proc.stdin = None  # communicate() would flush it
-        return proc
-
-    return start
-
-
-def _wait_until_waiting(session_id: str, proc: subprocess.Popen, seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if AgentSession.objects.filter(pk=session_id, status=AgentSession.Status.WAITING_FOR_INPUT).exists():
-            return
-        assert proc.poll() is None, proc.stderr.read()
-        time.sleep(0.05)
-    raise AssertionError("the session never waited for input")
-
-
-def _signed_in_engineer() -> dict:
-    """The cookies of an engineer's browser (made here, in the test's thread: no ORM in the other)."""
-    person = Client()
-    person.force_login(user_in(ENGINEERS, username="eng"))
-    return {"sessionid": person.cookies["sessionid"].value}
-
-
-def _person_answers(base_url: str, session_id: str, cookies: dict, **form: str) -> httpx.Response:
-    """A signed-in engineer sends the session page's answer form over HTTP, as a browser would."""
-    with httpx.Client(base_url=base_url, cookies=cookies, timeout=20) as browser:
-        page = browser.get(f"/sessions/{session_id}/")
-        assert page.status_code == 200
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        return browser.post(
-            f"/sessions/{session_id}/answer/",
-            data={"csrfmiddlewaretoken": token, **form},
-            headers={"Referer": f"{base_url}/sessions/{session_id}/"},
-        )
 
 
 def _output(proc: subprocess.Popen, timeout: float = 60) -> tuple[dict | None, str]:
@@ -107,18 +39,14 @@ def _output(proc: subprocess.Popen, timeout: float = 60) -> tuple[dict | None, s
 def test_the_hook_waits_and_prints_the_persons_decision(sy_server, agent_key, start_hook, form, decision):
     # given a hook process waiting on a permission request
     proc = start_hook(REQUEST, url=sy_server.url, key=agent_key, timeout=40)
-    _wait_until_waiting(SID, proc)
+    wait_until_waiting(SID, proc)
     time.sleep(0.3)
     assert proc.poll() is None  # still waiting for a person
 
     # when a person answers through the page, from another thread
-    answered = {}
-    cookies = _signed_in_engineer()
-    person = threading.Thread(
-        target=lambda: answered.update(response=_person_answers(sy_server.url, SID, cookies, **form)), daemon=True
-    )
+    cookies = signed_in_engineer()
     sent_at = time.monotonic()
-    person.start()
+    person, answered = answer_in_thread(sy_server.url, SID, cookies, **form)
     output, err = _output(proc)
     took = time.monotonic() - sent_at
     person.join(10)
@@ -155,7 +83,7 @@ def test_nobody_answers_the_default_deny_is_printed_and_the_session_runs_again(s
 
 
 def test_the_default_can_leave_the_decision_to_claude_code(sy_server, agent_key, start_hook):
-    proc = start_hook(REQUEST, url=sy_server.url, key=agent_key, timeout=2, default="ask")
+    proc = start_hook(REQUEST, url=sy_server.url, key=agent_key, timeout=2, SWITCHYARD_PERMISSION_DEFAULT="ask")
 
     output, _ = _output(proc)
 
@@ -165,7 +93,7 @@ def test_the_default_can_leave_the_decision_to_claude_code(sy_server, agent_key,
 def test_another_agents_hook_gets_no_answer_to_a_session_not_its_own(sy_server, agent_key, other_key, start_hook):
     # given the session of claude-1, waiting on its permission request
     mine = start_hook(REQUEST, url=sy_server.url, key=agent_key, timeout=30)
-    _wait_until_waiting(SID, mine)
+    wait_until_waiting(SID, mine)
     seq = StreamEvent.objects.get(session_id=SID, payload__hook="PermissionRequest").client_id
     # when another agent asks for that question's answer
     status = httpx.get(

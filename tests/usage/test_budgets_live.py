@@ -4,11 +4,10 @@ the all-agents day, the agent's day). Below 100 % the hook goes on at once; at 1
 with the reason when nobody raises the budget in time, or goes on when a product owner raises it from the
 card panel while it waits."""
 
+import functools
 import json
-import os
 import re
 import subprocess
-import sys
 import threading
 import time
 
@@ -34,34 +33,9 @@ Scope = Budget.Scope
 
 
 @pytest.fixture
-def start_hook(tmp_path):
-    """`switchyard hook` on a payload, as Claude Code starts it; the running process."""
-
-    def start(payload: dict, *, url: str, key: str, timeout: float) -> subprocess.Popen:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(tmp_path),
-            "SWITCHYARD_URL": url,
-            "SWITCHYARD_KEY": key,
-            "SWITCHYARD_STATE_DIR": str(tmp_path / "state"),
-            "SWITCHYARD_HOOK_BUDGET": "5",  # a loaded machine
-            "SWITCHYARD_PERMISSION_TIMEOUT": str(timeout),
-            "SWITCHYARD_PERMISSION_DEFAULT": "allow",  # a budget is never passed by default
-        }
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "switchyard_client.cli", "hook"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            text=True,
-        )
-        proc.stdin.write(json.dumps(payload))
-        proc.stdin.close()
-        proc.stdin = None
-        return proc
-
-    return start
+def budget_hook(start_hook):
+    """`switchyard hook` as Claude Code starts it, with the permission default allow: only a budget denies."""
+    return functools.partial(start_hook, SWITCHYARD_PERMISSION_DEFAULT="allow")
 
 
 def _output(proc: subprocess.Popen, timeout: float = 60) -> tuple[dict | None, str]:
@@ -105,12 +79,12 @@ def _work(level: str) -> Budget:
     return Budget.objects.create(**target, limit_tokens=1000)
 
 
-def _spend_past_warning_then_limit(url: str, key: str, budget: Budget, start_hook) -> None:
+def _spend_past_warning_then_limit(url: str, key: str, budget: Budget, budget_hook) -> None:
     """85 % by OTLP: a warning, and the hook goes on at once; then 105 %: exceeded."""
     _otlp(url, key, tokens=850, sequence=1)
     assert list(Event.objects.filter(subject_type="budget").values_list("name", flat=True)) == ["budget.warning"]
     started = time.monotonic()
-    output, err = _output(start_hook(PRE_TOOL_USE, url=url, key=key, timeout=30))
+    output, err = _output(budget_hook(PRE_TOOL_USE, url=url, key=key, timeout=30))
     assert output is None, err  # under the limit: no decision, Claude Code goes on
     assert time.monotonic() - started < 10
     _otlp(url, key, tokens=200, sequence=2)
@@ -130,13 +104,13 @@ def _wait_until_waiting(proc: subprocess.Popen, seconds: float = 20) -> None:
 
 
 @pytest.mark.parametrize("level", ["task", "agent", "campaign", "day", "agent-day"])
-def test_at_100_percent_the_hook_denies_with_the_reason_when_nobody_raises_it(sy_server, agent_key, start_hook, level):
+def test_at_100_percent_the_hook_denies_with_the_reason_when_nobody_raises_it(sy_server, agent_key, budget_hook, level):
     budget = _work(level)
-    _spend_past_warning_then_limit(sy_server.url, agent_key, budget, start_hook)
+    _spend_past_warning_then_limit(sy_server.url, agent_key, budget, budget_hook)
     started = time.monotonic()
 
     output, err = _output(
-        start_hook({**PRE_TOOL_USE, "tool_use_id": "toolu_02"}, url=sy_server.url, key=agent_key, timeout=3)
+        budget_hook({**PRE_TOOL_USE, "tool_use_id": "toolu_02"}, url=sy_server.url, key=agent_key, timeout=3)
     )
 
     assert 2.5 <= time.monotonic() - started < 20, err
@@ -173,12 +147,12 @@ def _raise_from_the_card(base_url: str, task_id: int, budget_id: int, cookies: d
 
 @pytest.mark.parametrize("level", ["task", "agent", "campaign", "day"])
 def test_a_product_owner_raises_the_budget_from_the_card_and_the_tool_use_goes_on(
-    sy_server, agent_key, start_hook, level
+    sy_server, agent_key, budget_hook, level
 ):
     # given usage by OTLP past the budget, and a hook asking PreToolUse, waiting
     budget = _work(level)
-    _spend_past_warning_then_limit(sy_server.url, agent_key, budget, start_hook)
-    proc = start_hook({**PRE_TOOL_USE, "tool_use_id": "toolu_03"}, url=sy_server.url, key=agent_key, timeout=40)
+    _spend_past_warning_then_limit(sy_server.url, agent_key, budget, budget_hook)
+    proc = budget_hook({**PRE_TOOL_USE, "tool_use_id": "toolu_03"}, url=sy_server.url, key=agent_key, timeout=40)
     _wait_until_waiting(proc)
     time.sleep(0.3)
     assert proc.poll() is None
