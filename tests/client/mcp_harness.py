@@ -15,6 +15,22 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+# The tools `switchyard mcp` and /mcp both serve (client/src/switchyard_client/mcp_tools.py).
+TOOLS = {
+    "claim_next_task",
+    "complete_task",
+    "fail_task",
+    "report_progress",
+    "record_milestone",
+    "save_checkpoint",
+    "load_checkpoint",
+    "write_file",
+    "claim_worktree",
+    "release_worktree",
+    "ask_product_owner",
+    "check_answer",
+}
+
 
 class McpConversation:
     """Over stdio (``switchyard mcp`` as a subprocess) by default; ``McpConversation.http`` over

@@ -18,6 +18,7 @@ import pytest
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentSession, Checkpoint, StreamEvent
 from tests.browser.server import ServerProcess
+from tests.client.mcp_harness import TOOLS
 from tests.factories import AgentFactory
 from tests.worker import ROOT
 
@@ -25,20 +26,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 MCP_INSPECTOR_VERSION = "2.12.0"  # the version .ci/run installs; these tests were written against it
 INSPECTOR = ROOT / ".tools" / "mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
-TOOLS = {
-    "claim_next_task",
-    "complete_task",
-    "fail_task",
-    "report_progress",
-    "record_milestone",
-    "save_checkpoint",
-    "load_checkpoint",
-    "write_file",
-    "claim_worktree",
-    "release_worktree",
-    "ask_product_owner",
-    "check_answer",
-}
 
 
 def _inspector() -> Path:

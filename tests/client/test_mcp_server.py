@@ -10,26 +10,11 @@ from sessions_app.input_requests import session_answer_input
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentSession, Checkpoint, Milestone, StreamEvent
 from tests.browser.server import ServerProcess
-from tests.client.mcp_harness import McpConversation
+from tests.client.mcp_harness import TOOLS, McpConversation
 from tests.factories import AgentFactory, UserFactory
 from tests.worker import wait_for
 from workspaces.models import Artifact
 from workspaces.worktrees.services import worktree_create
-
-TOOLS = {
-    "claim_next_task",
-    "complete_task",
-    "fail_task",
-    "report_progress",
-    "record_milestone",
-    "save_checkpoint",
-    "load_checkpoint",
-    "write_file",
-    "claim_worktree",
-    "release_worktree",
-    "ask_product_owner",
-    "check_answer",
-}
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from sessions_app.keys import api_key_create
 from sessions_app.models import AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
 from switchyard_client.mcp_tools import build_tools_server
 from tests.browser.server import ServerProcess
-from tests.client.mcp_harness import McpConversation
+from tests.client.mcp_harness import TOOLS, McpConversation
 from tests.factories import AgentFactory, UserFactory
 from tests.page_users import user_in
 from tests.worker import wait_for
@@ -30,20 +30,6 @@ from workspaces.models import Artifact
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOLS = {
-    "claim_next_task",
-    "complete_task",
-    "fail_task",
-    "report_progress",
-    "record_milestone",
-    "save_checkpoint",
-    "load_checkpoint",
-    "write_file",
-    "claim_worktree",
-    "release_worktree",
-    "ask_product_owner",
-    "check_answer",
-}
 MODES = ["legacy", "2026-07-28"]
 
 
