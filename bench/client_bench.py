@@ -10,7 +10,8 @@ One run: a fresh database, keys, the server, then
           by the client), counted in the database over the window; aim >= 80 % of "batch"
   hook    `switchyard hook` spawned --hook-calls times with a recorded Claude Code mix (prompt, tool
           calls that succeed and fail, a subagent, compaction, notification, stop), as Claude Code runs it: a new process per event; p50/p95 wall time, aim
-          p95 <= 50 ms; beside the floor of starting this venv's Python, and the hook with the server down
+          p95 <= 50 ms; beside the floor of starting this venv's Python, and the hook with the server down;
+          with --hook-baseline-src DIR, another client's source run call for call in turn with this one
 
 Run: .venv/bin/python bench/client_bench.py [--duration 10] [--hook-calls 200]   (other options: run.py's)
 """
@@ -124,11 +125,22 @@ class ClientBench(foundation.Bench):
 
         self.wait_for_quiet("hook")
         floor = [timed([sys.executable, "-c", "pass"], {}, env)[0] for _ in range(30)]
-        walls, noisy = [], 0
-        for payload in payloads:
+        # --hook-baseline-src: another client's source tree (e.g. `git archive <commit> client/src`)
+        # run on PYTHONPATH, ahead of this venv's, call for call interleaved with this one, each in
+        # its own session: an A/B on the same machine in the same minutes.
+        baseline = self.args.hook_baseline_src
+        base_env = {**env, "PYTHONPATH": baseline, "SWITCHYARD_STATE_DIR": f"{state}-baseline"}
+        base_sid = f"bench-hook-baseline-{uuid.uuid4()}"
+        base_payloads = hook_payloads(base_sid, calls) if baseline else []
+        walls, noisy, base_walls, base_noisy = [], 0, [], 0
+        for index, payload in enumerate(payloads):
             ms, done = timed([str(SWITCHYARD), "hook"], payload, env)
             walls.append(ms)
             noisy += bool(done.stderr)
+            if baseline:
+                ms, done = timed([str(SWITCHYARD), "hook"], base_payloads[index], base_env)
+                base_walls.append(ms)
+                base_noisy += bool(done.stderr)
         down_env = {**env, "SWITCHYARD_URL": "http://127.0.0.1:9", "SWITCHYARD_STATE_DIR": str(state) + "-down"}
         down = [timed([str(SWITCHYARD), "hook"], payloads[1], down_env)[0] for _ in range(30)]
         # The subagent's calls are in its child session (issue 15): counted with the main session's.
@@ -156,6 +168,19 @@ class ClientBench(foundation.Bench):
             "tool_calls_stored": rows,
             "tool_calls_sent": expected,
         }
+        if baseline:
+            base_p50, base_p95 = statistics.median(base_walls), percentile(base_walls, 95)
+            say(
+                f"  baseline client ({baseline}), interleaved: p50 {base_p50:.1f} ms, p95 {base_p95:.1f} ms "
+                f"({base_noisy} wrote to stderr); this client / baseline p50 {p50 / base_p50:.2f}, p95 {p95 / base_p95:.2f}"
+            )
+            self.details["hook_baseline"] = {
+                "src": baseline,
+                "p50_ms": base_p50,
+                "p95_ms": base_p95,
+                "max_ms": max(base_walls),
+                "stderr_calls": base_noisy,
+            }
         self.add_figure(
             name=f"hook: wall per call, {calls} calls",
             unit="ms (p50)",
@@ -227,10 +252,14 @@ def hook_payloads(sid: str, calls: int) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    own = {"--hook-calls": "200", "--client-parts": "hook,client"}
+    own = {"--hook-calls": "200", "--client-parts": "hook,client", "--hook-baseline-src": ""}
     if {"-h", "--help"} & set(argv):
         print(__doc__)
-        print("Its own options: --hook-calls N (default 200), --client-parts hook,client; all others are run.py's:\n")
+        print(
+            "Its own options: --hook-calls N (default 200), --client-parts hook,client,\n"
+            "  --hook-baseline-src DIR (another client's src/, run interleaved with this one: an A/B);\n"
+            "all others are run.py's:\n"
+        )
     rest = []
     i = 0
     while i < len(argv):
@@ -245,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     args = foundation.parse_args(["--parts", "batch", "--batch-sizes", "1000", "--no-raw", *defaults, *rest])
     args.hook_calls = int(own["--hook-calls"])
     args.client_parts = own["--client-parts"].split(",")
+    args.hook_baseline_src = str(Path(own["--hook-baseline-src"]).resolve()) if own["--hook-baseline-src"] else ""
     os.chdir(ROOT)
     bench = ClientBench(args)
     code = report.run_guarded(bench)

@@ -64,6 +64,7 @@ KINDS = {
 }
 # Each OTLP phase between two batch phases: batch, otlp-pb, batch, otlp-json per round, and a batch to close.
 ROUND = ("batch", "otlp-pb", "batch", "otlp-json")
+ROUND_PB_ONLY = ("batch", "otlp-pb")  # --pb-only
 
 
 # --- the load generator (a child process) ---------------------------------------------------------
@@ -209,6 +210,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--clients", type=int, default=8, help="concurrent closed-loop clients (one key and session each)"
     )
     parser.add_argument("--records-per-request", type=int, default=1000, help="api_request log records per OTLP export")
+    parser.add_argument(
+        "--pb-only",
+        action="store_true",
+        help="rounds of batch, otlp-pb only (no otlp-json phases): more protobuf phases in the same time, for A/Bs",
+    )
     parser.add_argument("--gzip", action="store_true", help="send the OTLP bodies gzipped (Content-Encoding: gzip)")
     parser.add_argument("--timeout", type=float, default=60.0, help="client timeout per request, seconds")
     parser.add_argument("--profile", action="store_true", help="py-spy record the server workers in each OTLP window")
@@ -391,7 +397,7 @@ class OtlpBench(ServerBench):
         self.setup()
         for number in range(self.args.rounds):
             self.details.setdefault("busy_before_round_pct", []).append(self.wait_for_quiet(f"round {number + 1}"))
-            for kind in ROUND:
+            for kind in ROUND_PB_ONLY if self.args.pb_only else ROUND:
                 self.phase(kind)
         self.phase("batch")
         self.details["load_avg_end"] = os.getloadavg()
@@ -429,6 +435,8 @@ class OtlpBench(ServerBench):
         ]
         for kind in ("otlp-pb", "otlp-json"):
             mine = [p for p in self.phases if p["kind"] == kind]
+            if not mine:
+                continue  # --pb-only
             ratios = [p["ratio"] for p in mine if p["ratio"] is not None]
             ours = statistics.median(p["per_s"] for p in mine)
             baselines = [p["baseline_per_s"] for p in mine if p["baseline_per_s"]]

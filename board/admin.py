@@ -14,8 +14,8 @@ from board.live import board_push_tasks
 from board.models import Campaign, Lead, SyncedFile, SyncIssue, Task, TaskClaim
 from board.services import campaign_create, task_create, task_release
 from board.sync import state_sync, state_sync_queue
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
 from sessions_app.admin import ReadOnlyAdmin, report_counts
 
 NEW_TASK_STATUSES = (Task.Status.BACKLOG, Task.Status.READY, Task.Status.BLOCKED)

@@ -51,17 +51,6 @@ def board_push_tasks(*, task_ids: Iterable[int]) -> None:
     publish_ids(BOARD_GROUP, ids=ids, field="task_ids")
 
 
-# Events about something else than a task that its card shows: a run's badge (runners/).
-CARD_EVENT_SUBJECTS = frozenset({"run"})
-
-
-def board_push_for_event(*, subject_type: str, payload: dict) -> None:
-    """A card shows more than its task's row: an event about a run pushes its task's card (the
-    payload names the task), the way the task services push their own changes."""
-    if subject_type in CARD_EVENT_SUBJECTS and payload.get("task") is not None:
-        board_push_tasks(task_ids=[payload["task"]])
-
-
 def local_pushes_note(ids: Iterable[int], *, noted: datetime) -> None:
     """Note that this process pushes these tasks itself, dropping notes older than LOCAL_PUSHES_FOR
     when there are more than LOCAL_PUSHES_KEPT (else one entry per task ever pushed stays)."""

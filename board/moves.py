@@ -17,8 +17,8 @@ from django.utils import timezone
 from board.live import board_push_tasks
 from board.models import Task, TaskClaim
 from board.services import RANK_STEP, end_claim, task_event
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
-from sessions_app.actors import SYSTEM, Actor
 
 TERMINAL = (Task.Status.DONE, Task.Status.FAILED)
 CLAIM_ENDINGS = {

@@ -9,11 +9,11 @@ from board.claim_gates import ClaimRefusal, claim_refusal
 from board.claim_sql import claim_in_one_statement, claim_take_params, claim_take_sql
 from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task, TaskClaim
+from config.actors import Actor
 from config.api.errors import LEASE_LOST, DomainError
 from config.pages import BOARD, user_may
 from config.single_statement import single_statement_atomic
 from ledger.events import event_dispatch, event_record
-from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession
 from workspaces.models import Repository
 
@@ -243,9 +243,28 @@ def task_claim_next(
     raise DomainError("Too many claimants at once; retry.", code="conflict")
 
 
+def _claim_by_id_refused(*, agent: Agent, task: Task) -> None:
+    """claim-next's gates on one task: a 409 with the gate's reason (an exceeded budget of the agent, the
+    day, the task or its campaign), nothing written. A claim the agent holds already stays a no-op."""
+    refused = claim_refusal(agent=agent)
+    why = refused.task_reason(task_id=task.pk, campaign_id=task.campaign_id) if refused is not None else ""
+    if not why:
+        return
+    task.refresh_from_db()
+    if task.status == Task.Status.IN_PROGRESS and task.assignee_id == agent.pk:
+        return
+    if refused.reason:
+        raise DomainError(f"Agent {agent.slug!r} is handed no new task: {why}", code="conflict")
+    raise DomainError(f"Task {task.pk} can't be claimed: {why}", code="conflict")
+
+
 def task_claim(*, actor: Actor, agent: Agent, task: Task, session: AgentSession | None = None) -> tuple[Task, bool]:
-    """Claim this task; True if this call claimed it. Claiming what you already hold is a no-op."""
+    """Claim this task; True if this call claimed it. Claiming what you already hold is a no-op.
+
+    A task claim-next would leave alone (the gates: board/claim_gates.py) is refused, naming why.
+    """
     _check_claimant(agent=agent, session=session)
+    _claim_by_id_refused(agent=agent, task=task)
     try:
         with transaction.atomic():
             claimed = _claim(task_id=task.pk, agent=agent, session=session, actor=actor)

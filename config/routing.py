@@ -3,7 +3,7 @@
 from django.urls import re_path
 
 from board.consumers import BoardConsumer
-from sessions_app.consumers import SessionConsumer
+from composition.consumers import SessionConsumer
 
 websocket_urlpatterns: list = [
     re_path(r"^ws/board/$", BoardConsumer.as_asgi()),

@@ -11,6 +11,7 @@ register_converter(Int64Converter, "int64")
 
 api_v1 = [
     path("", include("sessions_app.api.urls")),
+    path("", include("composition.api.urls")),  # sessions/ (opening one names a board task)
     path("", include("ledger.api.urls")),
     path("", include("board.api.urls")),
     path("", include("workspaces.api.urls")),
@@ -27,7 +28,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("board.pages.urls")),
-    path("", include("sessions_app.pages.urls")),
+    path("", include("composition.pages.urls")),
     path("", include("workspaces.pages.urls")),
     path("", include("runners.pages.urls")),
     path("", include("usage.budget_urls")),  # the card panel's budget box

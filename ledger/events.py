@@ -24,12 +24,6 @@ def event_record(
         **event_fields(name=name, subject_type=subject_type, subject_id=subject_id, actor=actor, payload=payload)
     )
     event_dispatch(event_id=event.pk)
-    if subject_type == "run":
-        # Run events (runners/services.py) change what a card shows; the board decides which.
-        # Imported here: the ledger sits below the board, and this is the one place they meet.
-        from board.live import board_push_for_event
-
-        board_push_for_event(subject_type=subject_type, payload=event.payload)
     return event
 
 

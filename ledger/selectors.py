@@ -1,6 +1,6 @@
+from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.models import ToolInvocation
-from sessions_app.actors import Actor
 from sessions_app.models import AgentSession
 
 

@@ -6,11 +6,11 @@ A run's status moves only through runners/services.py, so runs are view-only her
 
 from django.contrib import admin, messages
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from runners.models import Run, Runner
 from runners.selectors import runner_list
 from runners.services import run_cancel
-from sessions_app.actors import Actor
 from sessions_app.admin import ReadOnlyAdmin, report_counts
 
 

@@ -15,10 +15,10 @@ from django.db import transaction
 
 from board.models import Task
 from board.moves import MoveResult, task_move
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
 from runners.models import Run
 from runners.services import run_cancel
-from sessions_app.actors import SYSTEM, Actor
 
 
 @transaction.atomic

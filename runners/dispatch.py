@@ -18,12 +18,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.actors import Actor
 from runners.heartbeat import HELD, runner_seen, runs_to_cancel
 from runners.identities import run_agent_get_or_create
 from runners.models import Run, Runner
 from runners.queue_wake import queue_generation, queue_wait
 from runners.services import run_transition
-from sessions_app.actors import Actor
 
 POLL_SECONDS = 0.1  # how often a waiting poll looks at the queue again
 CANDIDATES = 200  # queued runs looked at per pass, oldest first

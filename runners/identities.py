@@ -3,9 +3,9 @@ works a run (one per runner and provider, ``claude@build-1``)."""
 
 import hashlib
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from runners.models import Runner
-from sessions_app.actors import Actor
 from sessions_app.keys import agent_get_or_create
 from sessions_app.models import Agent, AgentApiKey
 

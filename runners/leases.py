@@ -19,10 +19,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config.actors import SYSTEM
 from runners.models import Run, Runner
 from runners.run_lifecycle import run_end_effects
 from runners.services import run_requeue_lost, run_transition
-from sessions_app.actors import SYSTEM
 
 S = Run.Status
 LEASED = (S.ASSIGNED, S.STARTING, S.RUNNING)

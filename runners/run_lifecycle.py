@@ -27,12 +27,12 @@ from django.utils import timezone
 
 from board.models import Task
 from board.services import task_claim, task_complete, task_fail, task_release
+from config.actors import Actor
 from config.api.errors import LEASE_LOST, DomainError
 from config.idempotency import IncomingItem, canonical_sha256
 from runners.identities import run_agent_get_or_create
 from runners.models import Run
 from runners.services import RUN_TRANSITIONS, run_may_drive, run_refuse_stale, run_transition
-from sessions_app.actors import Actor
 from sessions_app.keys import api_key_cache_clear, api_key_create
 from sessions_app.models import AgentApiKey, AgentSession
 from sessions_app.selectors import ResumeState, session_resume

@@ -13,12 +13,12 @@ from board.live import board_push_tasks
 from board.models import Task
 from board.moves import task_move
 from board.services import require_orchestrator
+from config.actors import Actor
 from config.api.errors import LEASE_LOST, DomainError
 from config.pages import BOARD, user_may
 from ledger.events import event_record
 from runners.models import Run, Runner
 from runners.queue_wake import queue_wake
-from sessions_app.actors import Actor
 from sessions_app.keys import IssuedKey, agent_get_or_create, api_key_create
 from sessions_app.models import Agent, AgentApiKey
 
@@ -158,6 +158,7 @@ def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = N
             extra={"run": active},
         ) from None
     _run_event("run.queued", run, actor)
+    board_push_tasks(task_ids=[run.task_id])  # the card shows its run: queued, then its state
     transaction.on_commit(queue_wake)  # a runner's long poll in this process looks at once
     if task.status not in (Task.Status.READY, Task.Status.IN_PROGRESS):
         # Pressing Run on a card in any other column means "do this now": the run starts only on a
@@ -171,6 +172,7 @@ def run_requeue_lost(*, actor: Actor, lost: Run) -> Run:
     the transaction in which ``lost`` ended: the task has no other active run then."""
     run = Run.objects.create(task_id=lost.task_id, provider=lost.provider, prompt=lost.prompt, resumes=lost)
     _run_event("run.queued", run, actor, resumes=lost.pk)
+    board_push_tasks(task_ids=[run.task_id])
     transaction.on_commit(queue_wake)
     return run
 
@@ -285,4 +287,5 @@ def run_cancel(*, actor: Actor, run: Run) -> Run:
         locked.save(update_fields=["cancel_requested_at", "updated_at"])
         # Recorded, so webhooks and the live card see "stopping" before the runner reports the end.
         _run_event("run.cancel_requested", locked, actor)
+        board_push_tasks(task_ids=[locked.task_id])
     return locked

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 from board.live import board_push_tasks
 from board.models import Task
+from config.actors import Actor
 from config.api.errors import DomainError
 from runners.models import Run
 from runners.services import run_cancel, run_queue
-from sessions_app.actors import Actor
 
 
 @dataclass

@@ -17,9 +17,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
+from config.actors import Actor
 from config.api.errors import DomainError
-from ledger.models import Event, ToolInvocation
-from sessions_app.actors import Actor
 from sessions_app.keys import api_key_cache_clear, api_key_create, api_key_revoke
 from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
 from sessions_app.services import session_transition
@@ -49,8 +48,10 @@ def json_preview(value, length: int = 80) -> str:
 
 
 def changelist_link(model, label: str, **params) -> str:
-    """A link to ``model``'s changelist filtered by ``params``."""
-    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+    """A link to ``model``'s changelist filtered by ``params``. ``model`` is a model class, or its
+    ``"app_label.modelname"`` for a model of an app above this one, which this app may not import."""
+    app_label, model_name = (model if isinstance(model, str) else model._meta.label_lower).split(".")
+    url = reverse(f"admin:{app_label}_{model_name}_changelist")
     return format_html('<a href="{}?{}">{}</a>', url, urlencode(params), label)
 
 
@@ -291,8 +292,8 @@ class AgentSessionAdmin(admin.ModelAdmin):
             changelist_link(StreamEvent, f"{obj.last_event_seq} stream events", **by_session),
             changelist_link(Checkpoint, f"{obj.last_checkpoint_seq} checkpoints", **by_session),
             changelist_link(Milestone, "milestones", **by_session),
-            changelist_link(ToolInvocation, "tool calls", **by_session),
-            changelist_link(Event, "domain events", subject_type="session", subject_id=obj.pk),
+            changelist_link("ledger.toolinvocation", "tool calls", **by_session),
+            changelist_link("ledger.event", "domain events", subject_type="session", subject_id=obj.pk),
         ]
         return format_html_join(" · ", "{}", ((link,) for link in links))
 

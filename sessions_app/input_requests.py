@@ -9,9 +9,9 @@ event whose payload has ``answer``; ``in_reply_to`` is the seq of the question a
 
 from django.db import transaction
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.redaction import redact_text
-from sessions_app.actors import Actor
 from sessions_app.elicitations import ELICITATION_CHOICES, elicitation_content, is_elicitation_question
 from sessions_app.live import session_push
 from sessions_app.models import AgentSession, StreamEvent

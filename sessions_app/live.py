@@ -5,7 +5,7 @@ call ids, whether the status moved). The message carries ids only, never ORM obj
 published on the session's topic through the live-page mechanism (config/live.py): after
 commit, under the topic's next number, so a page never shows a change that was rolled back,
 spots one it missed, and the writer pays no database query for it. ``SessionConsumer`` loads
-and renders what the message names (``sessions_app/consumers.py``).
+and renders what the message names (``composition/consumers.py``).
 """
 
 import hashlib

@@ -1,7 +1,7 @@
 """Signs of life: an explicit heartbeat and, just as well, any authenticated request of an agent.
 
 Agents that post events and tool calls every few seconds but never call the heartbeat endpoint
-are working, and the reaper (sessions_app/reaper.py) must not take their tasks and worktrees
+are working, and the reaper (composition/reaper.py) must not take their tasks and worktrees
 back. So the key authentication (sessions_app/keys.py) counts each request as a heartbeat, with
 the same effects as one: ``last_heartbeat_at`` moves to now, an agent the reaper marked
 ``error`` (or one that had ``completed``) is ``active`` again, and the worktree leases it still
@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from django.db.models import Case, F, Q, Value, When
 
 from sessions_app.models import Agent
-from workspaces.worktrees.claims import worktree_leases_renew
+from sessions_app.session_hooks import agent_alive_hooks_run
 
 # Far below HEARTBEAT_TTL_SECONDS (300 s) and WORKTREE_LEASE_TTL_SECONDS (900 s): a request
 # always keeps an agent's work, while a busy agent writes at most once per this many seconds.
@@ -45,9 +45,9 @@ def agent_alive(*, agent: Agent, now: datetime, only_if_older: bool = False) -> 
     )
     if not changed:
         return False
-    # The leases are renewed by every sign of life: an agent the reaper counts as alive must not
-    # lose its worktrees to lease expiry while it works.
-    worktree_leases_renew(agent=agent)
+    # What the agent holds elsewhere (its worktree leases) is renewed by every sign of life: an
+    # agent the reaper counts as alive must not lose it to expiry while it works.
+    agent_alive_hooks_run(agent=agent)
     agent.last_heartbeat_at = now
     if agent.status in _REVIVED:
         agent.status = Agent.Status.ACTIVE

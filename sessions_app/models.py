@@ -1,6 +1,7 @@
 from django.db import models
 from django.db.models import Q
 
+from config.actors import ORCHESTRATE_SCOPE
 from config.models import TimeStampedModel
 
 
@@ -42,7 +43,7 @@ class AgentApiKey(TimeStampedModel):
 
     class Scope(models.TextChoices):
         AGENT = "agent", "Agent"  # its own sessions, claims and workspaces
-        ORCHESTRATE = "orchestrate", "Orchestrate"  # may also create tasks for others
+        ORCHESTRATE = ORCHESTRATE_SCOPE, "Orchestrate"  # may also create tasks for others
         RUN = "run", "Run"  # a runner (SPEC §8): asks for runs and reports on them
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="api_keys")

@@ -9,9 +9,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from board.models import Task
+from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.models import ToolInvocation
-from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
 from workspaces.models import Worktree
 

@@ -10,18 +10,18 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.idempotency import IncomingItem, ItemResult, resolve_replays
 from config.single_statement import single_statement_atomic
 from ledger.events import event_record
 from sessions_app import selectors
-from sessions_app.actors import Actor
 from sessions_app.event_sql import stream_event_insert_one, stream_events_insert_batch
 from sessions_app.live import session_push
 from sessions_app.liveness import agent_alive
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
+from sessions_app.session_hooks import agent_alive_hooks_run, session_status_changed, session_task_gates_run
 from workspaces.files.services import workspace_create_for_session, workspace_discard_empty, workspace_shared
-from workspaces.worktrees.claims import worktree_leases_renew
 
 Status = AgentSession.Status
 
@@ -85,7 +85,7 @@ def session_open(
     if parent is not None and not actor.owns(parent.agent_id):
         raise DomainError("The parent session belongs to another agent.", code="forbidden")
     if task is not None:
-        _check_task_not_held_by_another(task=task, agent=agent)
+        session_task_gates_run(task=task, agent=agent)  # the board's: not one another agent holds
 
     existing = AgentSession.objects.filter(pk=session_id).first()
     if existing is not None:
@@ -141,18 +141,6 @@ def session_open(
     return session, True
 
 
-def _check_task_not_held_by_another(*, task, agent: Agent) -> None:
-    """A session names the task it works on (the board card links it): never one another agent holds."""
-    from board.models import Task
-
-    if task.status == Task.Status.IN_PROGRESS and task.assignee_id not in (None, agent.pk):
-        raise DomainError(
-            f"Task {task.pk} is held by another agent; a session may name a task its own agent holds "
-            "or one nobody holds.",
-            code="conflict",
-        )
-
-
 def _session_reopen(*, actor: Actor, agent: Agent, session: AgentSession) -> AgentSession:
     if session.agent_id != agent.pk or not actor.owns(session.agent_id):
         raise DomainError(f"Session {session.pk!r} already exists and belongs to another agent.", code="conflict")
@@ -200,16 +188,9 @@ def session_transition(
         session=session, type=StreamEvent.Type.STATUS_CHANGE, payload={"from": previous, "to": status, "reason": reason}
     )
     session_push(session_id=session.pk, seqs=(event.seq, event.seq), status=True)
-    if Status.WAITING_FOR_INPUT in (previous, status):
-        # Cards of the session's tasks carry a "waiting for input" badge.
-        from board.live import board_push_tasks
-
-        board_push_tasks(task_ids=session.claimed_tasks.values_list("id", flat=True))
-    if status in (Status.CANCELLED, Status.FAILED):
-        # Work the session can no longer do goes back to the board for someone else.
-        from board.services import task_claims_release_for_session
-
-        task_claims_release_for_session(actor=actor, session=session)
+    # The board's part: its cards' "waiting for input" badge, and a cancelled or failed session's
+    # tasks back to the board (composition/session_wiring.py).
+    session_status_changed(actor=actor, session=session, previous=previous, status=status)
     change = {"from": previous, "to": status, "reason": reason[:500]}
     if status == Status.WAITING_FOR_INPUT:
         # Webhooks (a person's phone) say what is asked: the question, and the tool for a permission.
@@ -232,7 +213,7 @@ def session_heartbeat(*, session: AgentSession) -> AgentSession:
     now = timezone.now()
     AgentSession.objects.filter(pk=session.pk).update(last_heartbeat_at=now)
     Agent.objects.filter(pk=session.agent_id).update(last_heartbeat_at=now)
-    worktree_leases_renew(agent=session.agent)
+    agent_alive_hooks_run(agent=session.agent)
     session.last_heartbeat_at = now
     return session
 

@@ -30,8 +30,8 @@ from fnmatch import fnmatchcase
 from django.db import transaction
 from django.db.models import Q
 
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
 from sessions_app.live import session_push
 from sessions_app.models import AgentSession, StreamEvent, ToolPolicy
 from sessions_app.permission_requests import PERMISSION_CHOICES

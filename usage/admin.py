@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from sessions_app.actors import Actor
+from config.actors import Actor
 from sessions_app.admin import ReadOnlyAdmin
 from usage.budgets import budget_create, budget_delete, budget_update, day_start
 from usage.models import Budget, UsageRecord

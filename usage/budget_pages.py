@@ -15,28 +15,65 @@ from django.views.decorators.http import require_POST
 
 from board.card_extras import CardExtra, card_extra_register
 from board.models import Task
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for, user_may
-from sessions_app.actors import Actor
 from usage.budget_selectors import budgets_of_task
-from usage.budgets import budget_create, budget_update
+from usage.budgets import CARDS_AT_WORK, CARDS_OF_TASK, budget_create, budget_update, day_start
 from usage.models import Budget
 
 Scope = Budget.Scope
 
 
 # --- the card's banner --------------------------------------------------------------------------------------
+# Each level a card's work counts against, as (annotation, its budgets, the card statuses it shows on):
+# the task's own and its campaign's budget on open cards, the assignee's and the day's on the card of
+# the work under way (the cards usage/budgets.py pushes when a budget's state changes: CARDS_*).
+_LEVELS = (
+    ("budget_task", lambda: Q(scope=Scope.TASK, task_id=OuterRef("pk")), CARDS_OF_TASK),
+    ("budget_campaign", lambda: Q(scope=Scope.CAMPAIGN, campaign_id=OuterRef("campaign_id")), CARDS_OF_TASK),
+    ("budget_agent", lambda: Q(scope=Scope.AGENT, agent_id=OuterRef("assignee_id")), CARDS_AT_WORK),
+    ("budget_day", lambda: Q(scope=Scope.DAY, agent__isnull=True), CARDS_AT_WORK),
+    ("budget_agent_day", lambda: Q(scope=Scope.DAY, agent_id=OuterRef("assignee_id")), CARDS_AT_WORK),
+)
+
+
 def card_budget_annotations() -> dict:
-    """``budget_alert``: 2 when a budget of the card's task, campaign or agent is exceeded, 1 at its warning,
-    None otherwise; one subquery on the (small) budget table."""
-    alerted = Budget.objects.filter(
-        Q(scope=Scope.TASK, task_id=OuterRef("pk"))
-        | Q(scope=Scope.CAMPAIGN, campaign_id=OuterRef("campaign_id"))
-        | Q(scope=Scope.AGENT, agent_id=OuterRef("assignee_id")),
-        warned_at__isnull=False,
-    )
-    severity = Case(When(exceeded_at__isnull=False, then=Value(2)), default=Value(1), output_field=IntegerField())
-    return {"budget_alert": Subquery(alerted.annotate(severity=severity).order_by("-severity").values("severity")[:1])}
+    """Per level (_LEVELS): 2 when that budget is exceeded, 1 at its warning, None otherwise. Each an index
+    lookup on one of the budget table's unique constraints; a day budget's state from an earlier day is
+    none today."""
+    since = day_start()
+    warned = Q(warned_at__isnull=False) & ~Q(scope=Scope.DAY, warned_at__lt=since)
+    exceeded = Q(exceeded_at__isnull=False) & ~Q(scope=Scope.DAY, exceeded_at__lt=since)
+    severity = Case(When(exceeded, then=Value(2)), default=Value(1), output_field=IntegerField())
+    annotations = {}
+    for name, where, statuses in _LEVELS:
+        alert = Budget.objects.filter(where(), warned).annotate(severity=severity).values("severity")[:1]
+        annotations[name] = Case(
+            When(status__in=statuses, then=Subquery(alert)), default=Value(None), output_field=IntegerField()
+        )
+    return annotations
+
+
+def card_budget_lines(task: Task) -> list[dict]:
+    """The banner's lines, worst first: ``{"exceeded": bool, "level": "task"|"campaign"|..., "name": ...}``;
+    ``name`` is agent- or person-written text (a campaign's name, an agent's slug): the template escapes it."""
+    lines = []
+    for name, _, _ in _LEVELS:
+        alert = getattr(task, name, None)
+        if alert:
+            lines.append(
+                {"exceeded": alert == 2, "level": name.removeprefix("budget_"), "name": _level_name(task, name)}
+            )
+    return sorted(lines, key=lambda line: not line["exceeded"])
+
+
+def _level_name(task: Task, level: str) -> str:
+    if level == "budget_campaign":
+        return task.campaign.name if task.campaign_id else ""
+    if level in ("budget_agent", "budget_agent_day"):
+        return task.assignee.slug if task.assignee_id else ""
+    return ""
 
 
 def card_budget_register() -> None:

@@ -6,9 +6,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from board.models import Task
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
-from usage.budgets import WARN_PERCENT, Spent, budget_spent, day_start
+from usage.budgets import WARN_PERCENT, Spent, budget_spent, budgets_spent, day_start
 from usage.models import Budget
 
 Scope = Budget.Scope
@@ -45,10 +45,11 @@ def budget_state(budget: Budget, spent: Spent, *, now: dt.datetime | None = None
     return "warning" if percent >= WARN_PERCENT else "ok"
 
 
-def budget_status(budget: Budget, *, now: dt.datetime | None = None) -> dict:
-    """A budget with what it has spent: the API's output and the card panel's figures."""
+def budget_status(budget: Budget, *, now: dt.datetime | None = None, spent: Spent | None = None) -> dict:
+    """A budget with what it has spent: the API's output and the card panel's figures. ``spent``: from
+    budgets_spent, when the caller lists several (else one aggregate here)."""
     now = now or timezone.now()
-    spent = budget_spent(budget=budget, now=now)
+    spent = budget_spent(budget=budget, now=now) if spent is None else spent
     since = day_start(now)
     fresh = budget.scope != Scope.DAY
     return {
@@ -63,6 +64,13 @@ def budget_status(budget: Budget, *, now: dt.datetime | None = None) -> dict:
     }
 
 
+def budgets_status(*, budgets: list[Budget], now: dt.datetime | None = None) -> list[dict]:
+    """budget_status of each budget, their spend read in a fixed number of queries (budgets_spent)."""
+    now = now or timezone.now()
+    spent = budgets_spent(budgets=budgets, now=now)
+    return [budget_status(b, now=now, spent=spent[b.pk]) for b in budgets]
+
+
 def budgets_of_task(*, task: Task) -> list[dict]:
     """The budgets a task's work counts against, with their spend: the task's own, its campaign's, its
     assignee's and the day's (the card panel)."""
@@ -71,5 +79,4 @@ def budgets_of_task(*, task: Task) -> list[dict]:
         where |= Q(scope=Scope.CAMPAIGN, campaign_id=task.campaign_id)
     if task.assignee_id:
         where |= Q(scope__in=[Scope.AGENT, Scope.DAY], agent_id=task.assignee_id)
-    now = timezone.now()
-    return [budget_status(b, now=now) for b in Budget.objects.filter(where).select_related("agent")]
+    return budgets_status(budgets=list(Budget.objects.filter(where).select_related("agent")))

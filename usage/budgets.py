@@ -9,7 +9,8 @@
   question BUDGET_QUESTION (an Allow/Deny input request, as permission_requests.py has them); the
   hook waits for the answer and denies the tool use when nobody raised the budget in time.
 - claim-next (board/claim_gates.py asks ``budget_claim_block``) hands no new task to an agent whose
-  agent or day budget is exceeded, nor a task whose own or campaign budget is.
+  agent or day budget is exceeded, nor a task whose own or campaign budget is; a claim of that task by
+  id is refused (409) with the reason naming the budget.
 - Raising a limit above the spend (budget_update) clears the state, records ``budget.raised`` and
   answers Allow to every session waiting on a budget question: the work goes on where it stopped.
 
@@ -30,10 +31,10 @@ from board.claim_gates import ClaimRefusal, claim_gate_register
 from board.live import board_push_tasks
 from board.models import Task
 from board.services import require_board_editor
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
 from ledger.events import event_record
 from ledger.tool_use_gates import tool_use_gate_register
-from sessions_app.actors import SYSTEM, Actor
 from sessions_app.input_requests import session_answer_input
 from sessions_app.live import session_push
 from sessions_app.models import Agent, AgentSession, StreamEvent
@@ -80,13 +81,45 @@ def budget_spent(*, budget: Budget, now: dt.datetime | None = None) -> Spent:
         rows = rows.filter(occurred_at__gte=day_start(now))
         if budget.agent_id:
             rows = rows.filter(agent_id=budget.agent_id)
-    money = DecimalField(max_digits=24, decimal_places=8)
-    totals = rows.aggregate(
-        input=Coalesce(Sum("input_tokens"), 0),
-        output=Coalesce(Sum("output_tokens"), 0),
-        usd=Coalesce(Sum("cost_usd"), Value(0), output_field=money),
-    )
+    return _spent(rows.aggregate(**_SUMS))
+
+
+_MONEY = DecimalField(max_digits=24, decimal_places=8)
+_SUMS = {
+    "input": Coalesce(Sum("input_tokens"), 0),
+    "output": Coalesce(Sum("output_tokens"), 0),
+    "usd": Coalesce(Sum("cost_usd"), Value(0), output_field=_MONEY),
+}
+_NOTHING = Spent(tokens=0, usd=Decimal(0))
+
+
+def _spent(totals: dict) -> Spent:
     return Spent(tokens=int(totals["input"] + totals["output"]), usd=Decimal(totals["usd"]))
+
+
+def budgets_spent(*, budgets: list[Budget], now: dt.datetime | None = None) -> dict[int, Spent]:
+    """What each budget has spent (as budget_spent), by budget id: one grouped aggregate per scope at
+    most (five queries), however many budgets. A list must not run one aggregate per budget."""
+    since = day_start(now)
+    found: dict[tuple[str, int | None], Spent] = {}
+    for scope, target, column, when in _GROUPED:
+        ids = {getattr(b, target) for b in budgets if b.scope == scope} - {None}
+        if ids:
+            rows = UsageRecord.objects.filter(when(since), **{f"{column}__in": ids}).order_by().values(column)
+            found.update({(scope, row[column]): _spent(row) for row in rows.annotate(**_SUMS)})
+    if any(b.scope == Scope.DAY and b.agent_id is None for b in budgets):
+        found[(Scope.DAY, None)] = _spent(UsageRecord.objects.filter(occurred_at__gte=since).aggregate(**_SUMS))
+    targets = {scope: target for scope, target, _, _ in _GROUPED}
+    return {b.pk: found.get((b.scope, getattr(b, targets[b.scope])), _NOTHING) for b in budgets}
+
+
+# Per scope: the budget's target, the usage column it is grouped by, and which rows count (the day's).
+_GROUPED = (
+    (Scope.TASK, "task_id", "task_id", lambda since: Q()),
+    (Scope.AGENT, "agent_id", "agent_id", lambda since: Q()),
+    (Scope.CAMPAIGN, "campaign_id", "task__campaign_id", lambda since: Q()),
+    (Scope.DAY, "agent_id", "agent_id", lambda since: Q(occurred_at__gte=since)),
+)
 
 
 def _applying(*, agent_id: int | None, task_ids: set[int], campaign_ids: set[int]) -> Q:
@@ -122,8 +155,10 @@ def budgets_evaluate(*, agent_id: int, task_ids: set[int]) -> list[str]:
     now = timezone.now()
     since = day_start(now)
     recorded = []
-    for budget in Budget.objects.filter(_applying(agent_id=agent_id, task_ids=task_ids, campaign_ids=campaign_ids)):
-        spent = budget_spent(budget=budget, now=now)
+    applying = list(Budget.objects.filter(_applying(agent_id=agent_id, task_ids=task_ids, campaign_ids=campaign_ids)))
+    spent_of = budgets_spent(budgets=applying, now=now)
+    for budget in applying:
+        spent = spent_of[budget.pk]
         percent = spent.percent_of(budget)
         for field, name, threshold in (
             ("warned_at", "budget.warning", WARN_PERCENT),
@@ -147,16 +182,25 @@ def _budget_event(name: str, budget: Budget, *, spent: Spent | None, actor: Acto
     board_push_tasks(task_ids=_cards_of(budget))
 
 
+# The cards a budget's banner shows on (usage/budget_pages.py), and so the cards pushed when its state
+# changes: a task's and a campaign's budget on their open cards (claim-next leaves those alone once it is
+# exceeded), an agent's and a day's on the cards of the work under way.
+CARDS_OF_TASK = (Task.Status.BACKLOG, Task.Status.READY, Task.Status.IN_PROGRESS, Task.Status.BLOCKED)
+CARDS_AT_WORK = (Task.Status.IN_PROGRESS,)
+CARDS_PUSHED = 200  # a push re-renders each card: a budget over more cards leaves the rest to a refetch
+
+
 def _cards_of(budget: Budget) -> list[int]:
-    """The cards whose banner shows this budget's state: its task, or the tasks in progress under it."""
+    """The cards whose banner shows this budget's state (CARDS_OF_TASK, CARDS_AT_WORK)."""
     if budget.scope == Scope.TASK:
         return [budget.task_id]
-    tasks = Task.objects.filter(status=Task.Status.IN_PROGRESS)
     if budget.scope == Scope.CAMPAIGN:
-        tasks = tasks.filter(campaign_id=budget.campaign_id)
-    elif budget.agent_id:
-        tasks = tasks.filter(assignee_id=budget.agent_id)
-    return list(tasks.values_list("pk", flat=True)[:200])
+        tasks = Task.objects.filter(status__in=CARDS_OF_TASK, campaign_id=budget.campaign_id)
+    else:
+        tasks = Task.objects.filter(status__in=CARDS_AT_WORK)
+        if budget.agent_id:
+            tasks = tasks.filter(assignee_id=budget.agent_id)
+    return list(tasks.values_list("pk", flat=True)[:CARDS_PUSHED])
 
 
 def budget_describe(budget: Budget) -> dict:
@@ -218,24 +262,21 @@ def budget_stopping(*, agent_id: int, task_id: int | None, exceeded: list[Budget
     return None
 
 
-@dataclass(frozen=True)
-class ClaimBlock:
-    reason: str  # why the agent gets nothing at all ("" when it may claim)
-    campaign_ids: frozenset[int]  # campaigns whose tasks it may not be handed
-    task_ids: frozenset[int]  # tasks whose own budget is exceeded
-
-
-def budget_claim_block(*, agent: Agent) -> ClaimBlock | None:
-    """What claim-next must leave alone for this agent because of exceeded budgets (None: nothing)."""
+def budget_claim_block(*, agent: Agent) -> ClaimRefusal | None:
+    """What claim-next (and a claim by id) must leave alone for this agent because of exceeded budgets,
+    each with the reason naming the budget (None: nothing)."""
     exceeded = budgets_exceeded()
     if not exceeded:
         return None
     stopping = [b for b in exceeded if b.scope in (Scope.AGENT, Scope.DAY) and b.agent_id in (None, agent.pk)]
-    reason = budget_reason(stopping[0]) if stopping else ""
-    return ClaimBlock(
-        reason=reason,
-        campaign_ids=frozenset(b.campaign_id for b in exceeded if b.scope == Scope.CAMPAIGN),
-        task_ids=frozenset(b.task_id for b in exceeded if b.scope == Scope.TASK),
+    campaigns = {b.campaign_id: budget_reason(b) for b in exceeded if b.scope == Scope.CAMPAIGN}
+    tasks = {b.task_id: budget_reason(b) for b in exceeded if b.scope == Scope.TASK}
+    return ClaimRefusal(
+        reason=budget_reason(stopping[0]) if stopping else "",
+        campaign_ids=frozenset(campaigns),
+        task_ids=frozenset(tasks),
+        campaign_reasons=campaigns,
+        task_reasons=tasks,
     )
 
 
@@ -398,12 +439,5 @@ def _budget_state_refresh(*, actor: Actor, budget: Budget, name: str) -> None:
 
 def budget_gates_register() -> None:
     """Budgets as board's claim gate and the ledger's tool-use gate (called from UsageConfig.ready)."""
-    claim_gate_register(name="budget", gate=_claim_gate)
+    claim_gate_register(name="budget", gate=budget_claim_block)
     tool_use_gate_register(name="budget", gate=budget_tool_use_verdict)
-
-
-def _claim_gate(*, agent: Agent) -> ClaimRefusal | None:
-    block = budget_claim_block(agent=agent)
-    if block is None:
-        return None
-    return ClaimRefusal(reason=block.reason, campaign_ids=block.campaign_ids, task_ids=block.task_ids)

@@ -5,7 +5,7 @@ import datetime as dt
 from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 
-from sessions_app.actors import Actor
+from config.actors import Actor
 from usage.models import TOKEN_FIELDS, UsageRecord
 
 GROUPS = ("agent", "task", "campaign", "day")

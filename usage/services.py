@@ -1,11 +1,12 @@
 """Usage rows written from OTLP exports (usage.extract finds them; this stores them)."""
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from board.live import board_push_tasks
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
 from sessions_app.models import AgentSession
+from usage import usage_sql
 from usage.budgets import budgets_evaluate
 from usage.extract import UsageItem
 from usage.models import UsageRecord
@@ -30,43 +31,56 @@ def usage_records_ingest(*, actor: Actor, items: list[UsageItem]) -> int:
         return 0
     sessions = _sessions_named(actor, {item.external_session_id for item in items} - {""})
     fallback = _bound_session(actor)
-    rows, tool_spans = [], []
+    rows, tool_spans, task_ids = [], [], set()
     for item in items:
         session = sessions.get(item.external_session_id, fallback)
-        if session is not None and item.source == UsageRecord.Source.OTLP_SPAN and item.tool_name:
-            tool_spans.append((session, item))
-        rows.append(
-            UsageRecord(
-                agent=agent,
-                session_id=session.pk if session is not None else None,
-                task_id=session.task_id if session is not None else None,
-                external_session_id=item.external_session_id,
-                model=item.model,
-                operation=item.operation,
-                tool_name=item.tool_name,
-                input_tokens=item.input_tokens,
-                output_tokens=item.output_tokens,
-                cache_read_tokens=item.cache_read_tokens,
-                cache_creation_tokens=item.cache_creation_tokens,
-                cost_usd=item.cost_usd,
-                duration_ms=item.duration_ms,
-                occurred_at=item.occurred_at,
-                source=item.source,
-                idempotency_key=item.idempotency_key,
-            )
-        )
+        if session is not None:
+            if session.task_id is not None:
+                task_ids.add(session.task_id)
+            if item.source == UsageRecord.Source.OTLP_SPAN and item.tool_name:
+                tool_spans.append((session, item))
+        rows.append(_row(agent.pk, session, item))
     with transaction.atomic():
         # A row already stored (a retried batch, or the same record twice in one) is skipped by
         # the unique (agent, idempotency_key) constraint, not looked up first.
-        UsageRecord.objects.bulk_create(rows, batch_size=INSERT_BATCH, ignore_conflicts=True)
+        _rows_insert(rows)
         # In the same transaction: a warning or an exceeding commits with the usage that caused it.
-        task_ids = {row.task_id for row in rows if row.task_id is not None}
         budgets_evaluate(agent_id=agent.pk, task_ids=task_ids)
         # The cards of these tasks show what they spent: pushed once, after commit.
         board_push_tasks(task_ids=task_ids)
     if tool_spans:
         tool_spans_record(spans=tool_spans)
     return len(rows)
+
+
+def _row(agent_id: int, session: AgentSession | None, item: UsageItem) -> tuple:
+    """The row's values in usage_sql.COLUMNS order (every column but id and received_at)."""
+    return (
+        agent_id,
+        session.pk if session is not None else None,
+        session.task_id if session is not None else None,
+        item.external_session_id,
+        item.model,
+        item.operation,
+        item.tool_name,
+        item.input_tokens,
+        item.output_tokens,
+        item.cache_read_tokens,
+        item.cache_creation_tokens,
+        item.cost_usd,
+        item.duration_ms,
+        item.occurred_at,
+        item.source,
+        item.idempotency_key,
+    )
+
+
+def _rows_insert(rows: list[tuple]) -> None:
+    if connection.vendor == "postgresql":
+        usage_sql.usage_records_insert(connection, rows=rows)  # a fifth of bulk_create's CPU: see its docstring
+        return
+    objs = [UsageRecord(**dict(zip(usage_sql.ATTNAMES, row, strict=True))) for row in rows]
+    UsageRecord.objects.bulk_create(objs, batch_size=INSERT_BATCH, ignore_conflicts=True)
 
 
 def _sessions_named(actor: Actor, ids: set[str]) -> dict[str, AgentSession]:

@@ -11,8 +11,8 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
 from sessions_app.admin import report_counts
 from workspaces.archive.restore import workspace_restore_request
 from workspaces.archive.services import workspace_archive_request

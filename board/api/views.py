@@ -6,10 +6,10 @@ from rest_framework.views import APIView
 from board import selectors, services
 from board.api import serializers as s
 from board.api.filters import TaskFilter
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.api.schema import lease_lost_response
 from config.api.views import actor_from_request, validate_input
-from sessions_app.actors import Actor
 from sessions_app.selectors import session_get_for_actor
 from workspaces.worktrees.selectors import repository_get_by_name
 
@@ -85,7 +85,13 @@ class TaskClaimNextView(APIView):
 class TaskClaimView(APIView):
     @extend_schema(
         request=s.ClaimInput,
-        responses={200: s.TaskOutput, 409: OpenApiResponse(description="Taken, or not ready.")},
+        responses={
+            200: s.TaskOutput,
+            409: OpenApiResponse(
+                description="Taken, or not ready, or what claim-next would leave alone: an exceeded budget of the "
+                "task, its campaign, the agent or the day (the message names it; nothing is claimed)."
+            ),
+        },
         summary="Claim this task",
     )
     def post(self, request, task_id: int):

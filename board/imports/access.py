@@ -1,8 +1,8 @@
 """Who may run an import."""
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.pages import BOARD, user_may
-from sessions_app.actors import Actor
 
 
 def import_authorise(*, actor: Actor, what: str) -> None:

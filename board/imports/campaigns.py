@@ -24,9 +24,9 @@ from board.imports.files import ImportFile, import_file_read, import_files_list
 from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task
 from board.services import RANK_STEP
+from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.events import event_record
-from sessions_app.actors import Actor
 from workspaces.models import Repository
 from workspaces.worktrees.selectors import repository_find, repository_names
 

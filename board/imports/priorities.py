@@ -27,9 +27,9 @@ from board.imports.priority_parse import PriorityItem, priority_file_parse
 from board.live import board_push_tasks
 from board.models import Task
 from board.services import RANK_STEP
+from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.events import event_record
-from sessions_app.actors import Actor
 from workspaces.models import Repository
 
 SUFFIX = ".md"

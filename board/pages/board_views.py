@@ -10,10 +10,10 @@ from board.live import board_cards_render, board_seq_current, task_url_prefix
 from board.models import Task
 from board.pages.filters import BoardFilter
 from board.selectors import board_filter_choices, board_task_list, task_detail
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for
 from runners.card_moves import task_move_stopping_runs
-from sessions_app.actors import Actor
 
 FILTER_NAMES = ("assignee", "campaign", "priority", "label", "q")
 

@@ -15,10 +15,10 @@ from django.views.decorators.http import require_GET, require_POST
 from board.imports.campaigns import campaign_files, campaign_import
 from board.imports.priorities import priorities_apply, priorities_files, priorities_preview
 from board.imports.selectors import campaign_progress_list
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for
 from runners.services_pages import RunsQueued, runs_queue_for_tasks
-from sessions_app.actors import Actor
 
 
 def _preview_context(file_name: str | None) -> dict:

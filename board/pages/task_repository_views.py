@@ -12,10 +12,10 @@ from django.views.decorators.http import require_POST
 
 from board.selectors import task_repository_box
 from board.services import task_set_repository
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for
 from runners.page_selectors import task_get
-from sessions_app.actors import Actor
 from workspaces.models import Repository
 from workspaces.worktrees.selectors import repository_get
 

@@ -4,9 +4,9 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.idempotency import IncomingItem, ItemResult, canonical_sha256
-from sessions_app.actors import Actor
 
 
 def actor_from_request(request) -> Actor:

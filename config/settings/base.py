@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "board",
     "runners",
     "usage",
+    "composition",
 ]
 
 MIDDLEWARE = [

@@ -39,13 +39,43 @@ class ToolPolicyVerdictOutput(serializers.Serializer):
     )
 
 
+class ToolUseBudgetVerdictOutput(serializers.Serializer):
+    """The ``budget`` gate's verdict (ledger/tool_use_gates.py; usage/budgets.py: budget_tool_use_verdict
+    answers it; tests/usage/test_budget_schema.py holds the two to the same keys). Described here, where
+    the answer is rendered: the ledger may not import usage."""
+
+    exceeded = serializers.BooleanField(help_text="Always true: the key is absent when no budget stops the call.")
+    request_id = serializers.CharField(
+        allow_blank=True,
+        help_text="The session now waits for input: GET sessions/{id}/input-requests/{request_id}/?wait=N for "
+        "the answer (allow: the budget was raised, go on; deny or none in time: don't use the tool). Empty when "
+        "the session cannot wait (it ended): deny.",
+    )
+    question = serializers.CharField(help_text='"budget exceeded: raise it or stop"')
+    reason = serializers.CharField(help_text="For the agent: which budget, its limits, what to do.")
+    budget = serializers.IntegerField(help_text="The budget's id (GET /api/v1/budgets/{id}/).")
+    scope = serializers.CharField(help_text="task, agent, campaign or day (as the budget's own scope).")
+    task = serializers.IntegerField(allow_null=True)
+    agent = serializers.CharField(allow_null=True, help_text="The agent's slug (agent and agent-day budgets).")
+    campaign = serializers.IntegerField(allow_null=True)
+    limit_tokens = serializers.IntegerField(allow_null=True)
+    limit_usd = serializers.CharField(allow_null=True, help_text="US dollars, as a decimal string.")
+
+
 class ToolCallStartedOutput(ToolCallOutput):
-    """A call just recorded: with ``policy`` when the server's tool policy marks it."""
+    """A call just recorded (one, not a batch): with ``policy`` when the server's tool policy marks it,
+    else with ``budget`` when an exceeded budget stops it. At most one of the two; a client reads either
+    the same way (ask a person, or deny)."""
 
     policy = ToolPolicyVerdictOutput(required=False, help_text="Absent when no rule marks the call.")
+    budget = ToolUseBudgetVerdictOutput(
+        required=False,
+        help_text="Absent when no exceeded budget (of the task, its campaign, the agent or the day) stops the "
+        "call, and when `policy` is present.",
+    )
 
     class Meta(ToolCallOutput.Meta):
-        fields = [*ToolCallOutput.Meta.fields, "policy"]
+        fields = [*ToolCallOutput.Meta.fields, "policy", "budget"]
 
 
 class ToolCallInput(StrictSerializer):

@@ -71,9 +71,11 @@ class SessionToolCallsView(ListAPIView):
         },
         summary="Record one tool call or a batch",
         description=BATCH_DOC
-        + "\n\nOne running call recorded (a tool use about to start) is answered with `budget` beside the call "
-        'when an exceeded budget stops it (SPEC §9): `{"exceeded": true, "request_id", "question", '
-        '"reason", ...}`. The session then waits for input; the client waits for the answer to the input '
+        + "\n\nOne running call recorded (a tool use about to start) is answered with `policy` beside the call "
+        'when the tool policy marks it (`{"decision": "ask"|"deny", "pattern", "reason", "request_id"}`), '
+        "else with `budget` when an exceeded budget stops it (SPEC §9): "
+        '`{"exceeded": true, "request_id", "question", "reason", "budget", "scope", ...}`; never both. The '
+        "session then waits for input (ask; an exceeded budget); the client waits for the answer to the input "
         "request `request_id` (Allow: go on; Deny or none in time: don't use the tool).",
     )
     def post(self, request, session_id: str):

@@ -10,13 +10,13 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.pages import BOARD, ENGINEERING, page_for, user_may
 from runners import page_selectors
 from runners.selectors import run_get
 from runners.services import run_queue
 from runners.services_pages import run_stop
-from sessions_app.actors import Actor
 from sessions_app.elicitations import elicitation_form_values
 from sessions_app.input_requests import session_answer_input
 

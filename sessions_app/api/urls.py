@@ -5,7 +5,6 @@ from sessions_app.api import input_request_views, log_views, views
 urlpatterns = [
     path("agents/me/", views.AgentMeView.as_view(), name="agent-me"),
     path("agents/me/heartbeat/", views.AgentHeartbeatView.as_view(), name="agent-heartbeat"),
-    path("sessions/", views.SessionListCreateView.as_view(), name="session-list"),
     path("sessions/<str:session_id>/", views.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/transition/", views.SessionTransitionView.as_view(), name="session-transition"),
     path("sessions/<str:session_id>/heartbeat/", views.SessionHeartbeatView.as_view(), name="session-heartbeat"),

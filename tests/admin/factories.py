@@ -9,11 +9,11 @@ from django.utils import timezone
 
 from board.models import Campaign, Lead, SyncedFile, SyncIssue, Task, TaskClaim
 from board.services import task_claim
+from config.actors import SYSTEM, Actor
 from ledger.models import Event, ToolInvocation, WebhookDelivery, WebhookSubscription
 from ledger.webhooks import webhook_subscribe
 from runners.models import Run, Runner
 from runners.services import run_queue, run_transition, runner_key_create
-from sessions_app.actors import SYSTEM, Actor
 from sessions_app.keys import api_key_create, api_key_revoke
 from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent, ToolPolicy
 from tests.factories import (

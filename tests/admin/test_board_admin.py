@@ -4,8 +4,8 @@ import pytest
 
 from board.models import Campaign, Task, TaskClaim
 from board.services import task_claim
+from config.actors import Actor
 from ledger.models import Event
-from sessions_app.actors import Actor
 from tests.admin.factories import admin_url
 from tests.factories import AgentFactory, TaskFactory
 

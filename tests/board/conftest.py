@@ -2,7 +2,7 @@ import pytest
 
 from board import services
 from board.models import Task
-from sessions_app.actors import Actor
+from config.actors import Actor
 from tests.factories import TaskFactory
 
 

@@ -14,8 +14,8 @@ from board.live import board_push_tasks
 from board.models import Task
 from board.moves import task_move
 from board.sync import state_sync
+from config.actors import Actor
 from config.asgi import application
-from sessions_app.actors import Actor
 from tests.board.board_helpers import product_owner
 from tests.board.test_sync_service import ORCHESTRATOR, SESSION, snapshot, write_file
 from tests.factories import TaskFactory, UserFactory

@@ -9,9 +9,9 @@ from django.core.management import call_command
 from board.imports.campaigns import campaign_files, campaign_import, deliverable_key
 from board.imports.selectors import campaign_progress_list
 from board.models import Campaign, Lead, Task
+from config.actors import SYSTEM
 from config.api.errors import DomainError
 from ledger.models import Event
-from sessions_app.actors import SYSTEM
 from tests.board.helpers import board_state
 
 pytestmark = pytest.mark.django_db

@@ -11,9 +11,9 @@ import pytest
 
 from board import services
 from board.models import Task, TaskClaim
+from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.models import Event
-from sessions_app.actors import Actor
 from tests.factories import AgentFactory
 from tests.threads import run_together
 

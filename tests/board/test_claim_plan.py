@@ -6,7 +6,7 @@ from django.test.utils import CaptureQueriesContext
 
 from board import services
 from board.models import Task
-from sessions_app.actors import Actor
+from config.actors import Actor
 from tests.factories import AgentFactory
 
 pytestmark = [

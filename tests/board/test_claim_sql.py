@@ -12,8 +12,8 @@ from django.db import connection
 
 from board import services
 from board.models import Task, TaskClaim
+from config.actors import Actor
 from ledger.models import Event
-from sessions_app.actors import Actor
 from tests.factories import SessionFactory, TaskFactory
 
 pytestmark = [

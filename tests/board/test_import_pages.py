@@ -6,8 +6,8 @@ import pytest
 
 from board.imports.campaigns import campaign_import
 from board.models import Campaign, Lead, Task
+from config.actors import SYSTEM
 from config.pages import PRODUCT_OWNERS
-from sessions_app.actors import SYSTEM
 from tests.board.helpers import board_state
 from tests.factories import UserFactory
 from tests.page_users import user_in

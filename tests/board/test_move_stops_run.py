@@ -7,12 +7,12 @@ import pytest
 
 from board import services
 from board.models import Task, TaskClaim
+from config.actors import Actor
 from config.api.errors import DomainError
 from runners import card_moves
 from runners.card_moves import task_move_stopping_runs
 from runners.models import Run
 from runners.services import runner_key_create
-from sessions_app.actors import Actor
 from tests.board.board_helpers import product_owner
 from tests.factories import TaskFactory
 

@@ -6,8 +6,8 @@ from board import services
 from board.models import Task, TaskClaim
 from board.moves import task_move
 from board.services import RANK_STEP
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
 from tests.board.board_helpers import product_owner
 from tests.board.helpers import board_state, task_events
 from tests.factories import TaskFactory

@@ -9,9 +9,9 @@ from django.core.management import call_command
 from board import services
 from board.imports.priorities import GONE_NOTE, priorities_apply, priorities_files, priorities_preview
 from board.models import Task
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
 from ledger.models import Event
-from sessions_app.actors import SYSTEM, Actor
 from tests.board.helpers import board_state, task_events
 
 pytestmark = pytest.mark.django_db

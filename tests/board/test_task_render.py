@@ -8,8 +8,8 @@ from django.utils import timezone
 from board import services
 from board.api.serializers import TaskOutput, task_render
 from board.models import Task
+from config.actors import Actor
 from ledger.models import Event
-from sessions_app.actors import Actor
 from tests.factories import CampaignFactory, SessionFactory, TaskFactory
 
 pytestmark = pytest.mark.django_db

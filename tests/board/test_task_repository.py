@@ -10,8 +10,8 @@ from board.imports.campaigns import campaign_import
 from board.imports.priorities import priorities_apply, priorities_preview
 from board.imports.priority_parse import priority_file_parse
 from board.models import Task
+from config.actors import SYSTEM
 from config.api.errors import DomainError
-from sessions_app.actors import SYSTEM
 from tests.board.helpers import board_state
 from workspaces.models import Repository
 

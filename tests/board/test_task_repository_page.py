@@ -201,8 +201,8 @@ def test_a_hostile_repository_name_is_escaped(po_client, tmp_path):
 
 
 def test_the_service_refuses_an_agent_without_orchestrate(agent, repos):
+    from config.actors import Actor
     from config.api.errors import DomainError
-    from sessions_app.actors import Actor
 
     task = TaskFactory()
     with pytest.raises(DomainError) as raised:

@@ -8,9 +8,9 @@ from django.test.utils import CaptureQueriesContext
 
 from board import services
 from board.models import Task, TaskClaim
+from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.models import Event
-from sessions_app.actors import Actor
 from sessions_app.models import Agent, AgentSession
 from tests.board.helpers import assert_json_error, board_state, post_json, task_events
 from tests.factories import AgentFactory, CampaignFactory, SessionFactory, TaskFactory

@@ -8,9 +8,9 @@ from django.db import connection
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from config.actors import SYSTEM
 from runners.models import Run, Runner
 from runners.services import run_transition, runner_key_create
-from sessions_app.actors import SYSTEM
 from tests.browser.conftest import screenshot
 from tests.factories import TaskFactory
 
@@ -115,8 +115,8 @@ def test_start_job_with_run_with_queues_runs(new_page, engineer, file_roots):
 
 
 def test_the_session_page_of_a_run_shows_it_and_stops_it(new_page, engineer, file_roots):
+    from config.actors import Actor
     from runners.services import run_queue
-    from sessions_app.actors import Actor
     from tests.factories import SessionFactory
 
     def set_up():

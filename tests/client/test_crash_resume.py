@@ -23,8 +23,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from board.models import Task, TaskClaim
+from config.actors import Actor
 from ledger.models import Event, ToolInvocation
-from sessions_app.actors import Actor
 from sessions_app.models import AgentSession, Checkpoint, Milestone, StreamEvent
 from tests.client.live import agent_key, server_roots, sy_server  # noqa: F401
 from tests.factories import TaskFactory, UserFactory

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from config.actors import Actor
 from ledger.models import ToolInvocation
-from sessions_app.actors import Actor
 from sessions_app.input_requests import session_answer_input
 from sessions_app.models import AgentSession, Milestone, StreamEvent
 from switchyard_client.client import Client

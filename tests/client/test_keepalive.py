@@ -10,9 +10,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from board.models import Task, TaskClaim
+from composition.reaper import agents_reap_stale
 from sessions_app.keys import api_key_create
 from sessions_app.models import Agent
-from sessions_app.reaper import agents_reap_stale
 from switchyard_client.cli import main
 from switchyard_client.errors import Conflict, LeaseLost, error_for
 from switchyard_client.keepalive import Keepalive

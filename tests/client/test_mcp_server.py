@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from board.models import Task
-from sessions_app.actors import Actor
+from config.actors import Actor
 from sessions_app.input_requests import session_answer_input
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentSession, Checkpoint, Milestone, StreamEvent

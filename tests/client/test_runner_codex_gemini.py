@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from board.models import Task
+from config.actors import Actor
 from ledger.models import Event
 from runners.models import Run
 from runners.services import run_queue
-from sessions_app.actors import Actor
 from sessions_app.keys import api_key_create
 from switchyard_client.client import Client
 from tests.factories import TaskFactory, UserFactory

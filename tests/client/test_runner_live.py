@@ -18,11 +18,11 @@ import pytest
 from django.utils import timezone
 
 from board.models import Task
+from config.actors import Actor
 from ledger.models import Event
 from runners.leases import runs_expire_leases
 from runners.models import Run
 from runners.services import run_cancel, run_queue, runner_key_create
-from sessions_app.actors import Actor
 from sessions_app.keys import api_key_create
 from switchyard_client.client import Client
 from tests.factories import TaskFactory, UserFactory

@@ -6,7 +6,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("config", "sessions_app", "ledger", "workspaces", "board", "runners", "client/src/switchyard_client")
+PACKAGES = (
+    "config",
+    "sessions_app",
+    "ledger",
+    "workspaces",
+    "board",
+    "runners",
+    "composition",
+    "client/src/switchyard_client",
+)
 
 
 def _private_from_imports(source: str, name: str) -> list[str]:
@@ -16,7 +25,16 @@ def _private_from_imports(source: str, name: str) -> list[str]:
         if not isinstance(node, ast.ImportFrom) or node.level:
             continue
         first = (node.module or "").split(".")[0]
-        if first not in {"config", "sessions_app", "ledger", "workspaces", "board", "runners", "switchyard_client"}:
+        if first not in {
+            "config",
+            "sessions_app",
+            "ledger",
+            "workspaces",
+            "board",
+            "runners",
+            "composition",
+            "switchyard_client",
+        }:
             continue
         for alias in node.names:
             if alias.name.startswith("_") and not alias.name.startswith("__"):

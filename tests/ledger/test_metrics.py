@@ -1,4 +1,4 @@
-"""Agent metrics over a period (ledger/metrics.py) and the agents page that shows them."""
+"""Agent metrics over a period (composition/metrics.py) and the agents page that shows them."""
 
 from datetime import timedelta
 
@@ -7,8 +7,8 @@ from django.test import Client
 from django.utils import timezone
 
 from board.models import Task
+from composition.metrics import agent_metrics, metrics_window
 from config.pages import ENGINEERS, PRODUCT_OWNERS
-from ledger.metrics import agent_metrics, metrics_window
 from ledger.models import ToolInvocation
 from tests.factories import AgentFactory, SessionFactory, TaskFactory, ToolCallFactory
 from tests.page_users import user_in

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from config.actors import Actor
 from ledger.events import event_record
 from ledger.models import Event, WebhookDelivery, WebhookSubscription
 from ledger.webhooks import webhook_deliver, webhook_deliveries_create, webhook_subscribe
-from sessions_app.actors import Actor
 from sessions_app.models import AgentSession, StreamEvent
 from sessions_app.services import append_system_event, session_transition
 from tests.factories import AgentFactory, SessionFactory, TaskFactory

@@ -1,8 +1,8 @@
 import pytest
 
+from config.actors import SYSTEM, Actor
 from runners.models import Run
 from runners.services import run_queue, run_transition, runner_key_create
-from sessions_app.actors import SYSTEM, Actor
 from tests.factories import TaskFactory, UserFactory
 
 

@@ -5,10 +5,10 @@ page's service, refused for others; the box's poll stops while an answer is bein
 import pytest
 from django.test import Client
 
+from config.actors import SYSTEM
 from config.pages import ENGINEERS, PRODUCT_OWNERS
 from runners.models import Run, Runner
 from runners.services import run_queue, run_transition
-from sessions_app.actors import SYSTEM
 from sessions_app.models import AgentSession, StreamEvent
 from tests.factories import SessionFactory, StreamEventFactory, TaskFactory
 from tests.page_users import user_in

@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
+from config.actors import Actor
 from runners.dispatch import runs_dispatch
 from runners.models import Run, Runner
 from runners.services import run_queue, run_transition, runner_key_create
-from sessions_app.actors import Actor
 from tests.factories import TaskFactory, UserFactory
 from tests.threads import run_together
 

@@ -8,10 +8,10 @@ from django.utils import timezone
 
 from board.live import board_cards_render
 from board.models import Task
+from config.actors import SYSTEM
 from config.pages import ENGINEERS, PRODUCT_OWNERS
 from runners.models import Run, Runner
 from runners.services import run_queue, run_transition
-from sessions_app.actors import SYSTEM
 from tests.factories import SessionFactory, TaskFactory
 from tests.page_users import user_in
 
@@ -253,7 +253,7 @@ def test_the_board_page_shows_the_badge(staff_client, person):
 
 def test_a_run_event_pushes_its_task_card(person, task, monkeypatch):
     pushed = []
-    monkeypatch.setattr("board.live.board_push_tasks", lambda *, task_ids: pushed.append(list(task_ids)))
+    monkeypatch.setattr("runners.services.board_push_tasks", lambda *, task_ids: pushed.append(list(task_ids)))
 
     run = run_queue(actor=person, task=task, provider="demo")
     run_transition(actor=SYSTEM, run=run, to=Run.Status.CANCELLED)

@@ -7,11 +7,11 @@ import time
 import pytest
 from django.db import connection
 
+from config.actors import Actor
 from runners import dispatch
 from runners.models import Run
 from runners.queue_wake import queue_generation, queue_wait, queue_wake
 from runners.services import run_queue
-from sessions_app.actors import Actor
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.runner_clients import next_runs
 

@@ -6,11 +6,11 @@ IMMEDIATE transactions serialise the writers. Either way exactly one of the race
 
 import pytest
 
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
 from ledger.models import Event
 from runners.models import Run
 from runners.services import run_queue, run_transition, runner_key_create
-from sessions_app.actors import SYSTEM, Actor
 from tests.factories import TaskFactory, UserFactory
 from tests.threads import run_together
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from config.actors import SYSTEM
 from config.api.errors import LEASE_LOST, DomainError
 from runners.models import Run
 from runners.services import run_cancel, run_transition
-from sessions_app.actors import SYSTEM
 from tests.runners.runner_clients import client_with_key, next_runs, post_log, report, take_and_start, world_state
 
 pytestmark = pytest.mark.django_db

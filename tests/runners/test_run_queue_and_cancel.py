@@ -1,10 +1,10 @@
 import pytest
 
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
 from ledger.models import Event
 from runners.models import Run
 from runners.services import run_cancel, run_queue, run_transition
-from sessions_app.actors import SYSTEM, Actor
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentApiKey
 from tests.factories import AgentFactory

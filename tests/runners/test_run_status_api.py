@@ -4,11 +4,11 @@ session, the task's claim and the per-run key follow."""
 import pytest
 
 from board.models import Task, TaskClaim
+from config.actors import SYSTEM
 from config.api.errors import LEASE_LOST
 from ledger.models import Event
 from runners.models import Run
 from runners.services import run_cancel, run_queue, run_requeue_lost, run_transition
-from sessions_app.actors import SYSTEM
 from sessions_app.models import AgentApiKey, AgentSession, Milestone
 from tests.runners.runner_clients import client_with_key, next_runs, report, take_and_start, world_state
 

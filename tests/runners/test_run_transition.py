@@ -4,11 +4,11 @@ import itertools
 
 import pytest
 
+from config.actors import SYSTEM, Actor
 from config.api.errors import LEASE_LOST, DomainError
 from ledger.models import Event
 from runners.models import Run
 from runners.services import RUN_TRANSITIONS, run_transition
-from sessions_app.actors import SYSTEM, Actor
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db

@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from config.actors import SYSTEM
 from runners.models import Run, Runner
 from runners.services import run_cancel, run_transition
-from sessions_app.actors import SYSTEM
 from tests.runners.runner_clients import client_with_key, take_and_start, world_state
 
 pytestmark = pytest.mark.django_db
@@ -156,8 +156,8 @@ def test_only_a_runner_key_may_heartbeat(
 
 
 def test_a_heartbeat_keeps_the_agents_of_started_runs_alive_for_the_reaper(runner_client, queue_run, settings):
+    from composition.reaper import agents_reap_stale
     from sessions_app.models import Agent
-    from sessions_app.reaper import agents_reap_stale
     from tests.runners.runner_clients import take_and_start
 
     # given a started run whose agent has been quiet for longer than the reaper allows

@@ -15,9 +15,9 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import reverse
 
+from config.actors import Actor
 from runners.models import Run
 from runners.services import run_queue
-from sessions_app.actors import Actor
 from tests.browser.server import ServerProcess
 from tests.client.live import server_roots  # noqa: F401
 from tests.factories import TaskFactory, UserFactory

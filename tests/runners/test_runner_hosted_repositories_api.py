@@ -4,9 +4,9 @@ and what the server refuses to do to a clone it cannot see."""
 
 import pytest
 
+from config.actors import Actor
 from runners.models import Run
 from runners.services import run_queue, runner_key_create
-from sessions_app.actors import Actor
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.runner_clients import client_with_key, next_runs
 from workspaces.models import Repository, Worktree

@@ -6,10 +6,10 @@ import time
 import pytest
 from django.db import connection
 
+from config.actors import Actor
 from ledger.models import Event
 from runners.models import Run, Runner
 from runners.services import run_cancel, run_queue, runner_key_create
-from sessions_app.actors import Actor
 from sessions_app.models import Agent
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.runner_clients import client_with_key, next_runs, world_state
@@ -207,8 +207,8 @@ def test_a_draining_runner_takes_nothing(runner_client, queue_run):
 
 
 def test_a_resumed_run_says_which_run_and_session_it_resumes(runner_client, queue_run):
+    from config.actors import SYSTEM
     from runners.services import run_requeue_lost
-    from sessions_app.actors import SYSTEM
     from tests.factories import SessionFactory
 
     lost = queue_run()

@@ -17,11 +17,11 @@ import pytest
 from django.test import override_settings
 
 from board.models import Task
+from config.actors import Actor
 from ledger.models import Event
 from runners.leases import runs_expire_leases
 from runners.models import Run, Runner
 from runners.services import run_queue
-from sessions_app.actors import Actor
 from sessions_app.logs import session_log_parts
 from tests.browser.server import ServerProcess
 from tests.client.live import server_roots  # noqa: F401

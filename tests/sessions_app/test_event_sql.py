@@ -14,9 +14,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from config.actors import Actor
 from config.idempotency import IncomingItem, canonical_sha256
 from sessions_app import services
-from sessions_app.actors import Actor
 from sessions_app.event_sql import session_takes_appends, stream_event_insert_one
 from sessions_app.models import AgentSession, StreamEvent
 from tests.factories import SessionFactory

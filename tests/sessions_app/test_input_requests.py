@@ -3,8 +3,8 @@ and how the agent reads the answer through the events API."""
 
 import pytest
 
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
 from sessions_app.input_requests import session_answer_input
 from sessions_app.models import AgentSession, StreamEvent
 from tests.factories import SessionFactory, StreamEventFactory

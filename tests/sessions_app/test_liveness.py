@@ -10,12 +10,12 @@ from django.utils import timezone
 
 from board.models import Task, TaskClaim
 from board.services import task_claim
+from composition.reaper import agents_reap_stale
+from config.actors import Actor
 from ledger.models import Event
 from sessions_app import keys
-from sessions_app.actors import Actor
 from sessions_app.liveness import ACTIVITY_RESOLUTION_SECONDS
 from sessions_app.models import Agent, StreamEvent
-from sessions_app.reaper import agents_reap_stale
 from tests.admin.factories import WorktreeFactory
 from tests.factories import TaskFactory
 from workspaces.models import Worktree

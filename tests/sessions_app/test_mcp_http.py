@@ -16,8 +16,8 @@ from django.test import Client as DjangoClient
 
 from board.models import Task
 from board.services import task_create
+from config.actors import Actor
 from config.pages import ENGINEERS
-from sessions_app.actors import Actor
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
 from switchyard_client.mcp_tools import build_tools_server

@@ -9,12 +9,12 @@ from django.utils import timezone
 
 from board.models import Task, TaskClaim
 from board.services import task_claim
+from composition.reaper import agents_reap_stale
+from composition.tasks import agents_reap_stale_task
+from config.actors import SYSTEM, Actor
 from ledger.models import Event
-from sessions_app.actors import SYSTEM, Actor
 from sessions_app.models import Agent
-from sessions_app.reaper import agents_reap_stale
 from sessions_app.services import agent_heartbeat
-from sessions_app.tasks import agents_reap_stale_task
 from tests.admin.factories import WorktreeFactory
 from tests.factories import AgentFactory, TaskFactory
 from workspaces.models import Worktree
@@ -192,14 +192,14 @@ def test_two_reapers_at_once_reap_each_agent_once():
 def test_one_agent_that_cannot_be_reaped_does_not_block_the_others(monkeypatch):
     _agent("a-broken", silent_for=TTL + 10)
     _agent("b-fine", silent_for=TTL + 1)
-    real = __import__("sessions_app.reaper", fromlist=["_tasks_expire"])._tasks_expire
+    real = __import__("composition.reaper", fromlist=["_tasks_expire"])._tasks_expire
 
     def fail_for_broken(*, agent):
         if agent.slug == "a-broken":
             raise RuntimeError("boom")
         return real(agent=agent)
 
-    monkeypatch.setattr("sessions_app.reaper._tasks_expire", fail_for_broken)
+    monkeypatch.setattr("composition.reaper._tasks_expire", fail_for_broken)
 
     reaped = agents_reap_stale()
 

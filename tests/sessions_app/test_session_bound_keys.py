@@ -4,8 +4,8 @@ only: every other session of the same agent is 403 with nothing written; it open
 import pytest
 from rest_framework.test import APIClient
 
+from config.actors import SYSTEM
 from ledger.models import Event, ToolInvocation
-from sessions_app.actors import SYSTEM
 from sessions_app.keys import api_key_create, api_key_revoke
 from sessions_app.models import AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
 from sessions_app.services import session_open

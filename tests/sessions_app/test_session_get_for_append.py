@@ -2,8 +2,8 @@
 
 import pytest
 
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
-from sessions_app.actors import SYSTEM, Actor
 from sessions_app.models import AgentSession
 from sessions_app.selectors import session_get_for_actor, session_get_for_append
 from tests.factories import AgentFactory, SessionFactory

@@ -164,7 +164,7 @@ def test_log_tail_returns_what_was_appended_and_the_next_poller(engineer_client,
 
 @pytest.mark.django_db
 def test_artifact_download_streams_the_workspace_file(engineer_client, agent):
-    from sessions_app.actors import Actor
+    from config.actors import Actor
     from sessions_app.services import session_open
 
     session, _ = session_open(actor=Actor(agent=agent), agent=agent, session_id="with-files")

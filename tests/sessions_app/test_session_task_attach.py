@@ -4,8 +4,8 @@ import pytest
 
 from board.models import Task
 from board.services import task_claim
+from config.actors import Actor
 from ledger.models import Event
-from sessions_app.actors import Actor
 from sessions_app.models import AgentSession
 from tests.factories import TaskFactory
 from workspaces.models import Workspace

@@ -3,8 +3,8 @@ import re
 import pytest
 
 from board.services import task_claim
+from config.actors import Actor
 from ledger.models import Event
-from sessions_app.actors import Actor
 from sessions_app.models import AgentSession, Checkpoint, Milestone, StreamEvent
 from tests.factories import SessionFactory, TaskFactory, ToolCallFactory
 

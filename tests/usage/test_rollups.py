@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from django.db import IntegrityError, transaction
 
-from sessions_app.actors import Actor
+from config.actors import Actor
 from tests.factories import AgentFactory, CampaignFactory, SessionFactory, TaskFactory
 from usage.models import UsageRecord
 from usage.selectors import usage_rollup

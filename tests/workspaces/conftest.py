@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app.actors import Actor
+from config.actors import Actor
 from workspaces.worktrees.services import repository_register
 
 GIT_IDENTITY = {

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
+from config.actors import SYSTEM
 from ledger.models import Event
-from sessions_app.actors import SYSTEM
 from workspaces.files.backups import BackupFailed, artifact_version_backup, backup_parts
 from workspaces.files.services import artifact_record_version, workspace_create_for_session, workspace_shared
 from workspaces.models import ArtifactVersion

@@ -7,9 +7,7 @@ The observer's threads have their own database connections, so these tests commi
 import hashlib
 import logging
 import os
-import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
@@ -260,11 +258,14 @@ def test_a_hard_link_is_recorded(work, observer, tmp_path):
 
 
 def test_a_snapshot_change_queues_sync_for_its_session_folder(observer, file_roots, monkeypatch):
-    # given a stand-in for sync-to-db's task
+    # given a stand-in for queueing sync-to-db's task (it is queued by name: board sits above us)
     calls = []
-    fake = types.ModuleType("board.tasks")
-    fake.state_sync_task = types.SimpleNamespace(delay=calls.append)
-    monkeypatch.setitem(sys.modules, "board.tasks", fake)
+
+    def queued(task, folder):
+        assert task == "board.tasks.state_sync_task"
+        calls.append(folder)
+
+    monkeypatch.setattr(observer_module, "enqueue_task", queued)
     folder = file_roots["STATE_DIR"] / "session-1770537842"
 
     # when an orchestrator writes its snapshots, the way it does (temporary, then rename)
@@ -281,7 +282,7 @@ def test_a_snapshot_change_queues_sync_for_its_session_folder(observer, file_roo
 
 
 def test_a_snapshot_change_without_the_sync_task_is_logged_and_skipped(observer, file_roots, monkeypatch, caplog):
-    monkeypatch.setitem(sys.modules, "board.tasks", None)  # import fails
+    monkeypatch.setattr(observer_module, "STATE_SYNC_TASK", "board.tasks.no_such_task")  # not registered
     caplog.set_level(logging.WARNING, logger="workspaces.files.observer")
 
     write(file_roots["STATE_DIR"] / "session-1" / "orchestrator.json", b"{}")

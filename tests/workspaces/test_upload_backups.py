@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from config.actors import SYSTEM
 from ledger.models import Event
-from sessions_app.actors import SYSTEM
 from workspaces.files.reconcile import workspace_reconcile
 from workspaces.files.services import artifact_write, workspace_create_for_session, workspace_shared
 from workspaces.models import ArtifactVersion

@@ -11,8 +11,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from config.actors import Actor
 from ledger.models import Event
-from sessions_app.actors import Actor
 from workspaces.models import Worktree
 from workspaces.worktrees import claims
 from workspaces.worktrees.claims import worktree_claim, worktree_release

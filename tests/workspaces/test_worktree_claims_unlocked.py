@@ -14,9 +14,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.models import Event
-from sessions_app.actors import Actor
 from workspaces.models import Worktree, WorktreeClaimRequest
 from workspaces.worktrees import claims
 from workspaces.worktrees.claims import worktree_claim, worktree_release

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from config.actors import Actor
 from config.pages import ENGINEERS, PRODUCT_OWNERS
-from sessions_app.actors import Actor
 from tests.page_users import user_in
 from tests.workspaces.conftest import commit_file
 from workspaces.models import Worktree

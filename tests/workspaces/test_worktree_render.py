@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
 from workspaces.api.worktree_serializers import WorktreeOutput, worktree_render
 from workspaces.models import Worktree
 from workspaces.worktrees.claims import worktree_claim, worktree_release

@@ -2,8 +2,8 @@
 
 import pytest
 
+from config.actors import Actor
 from ledger.models import Event
-from sessions_app.actors import Actor
 from tests.admin.factories import admin_url
 from tests.factories import AgentFactory
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest

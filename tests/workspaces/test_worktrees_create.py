@@ -7,9 +7,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import IntegrityError
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.models import Event
-from sessions_app.actors import Actor
 from tests.factories import UserFactory
 from tests.workspaces.conftest import commit_file, git
 from workspaces.models import Repository, Workspace, Worktree

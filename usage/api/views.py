@@ -1,6 +1,5 @@
 from django.conf import settings
 from django.http import HttpResponse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import UnsupportedMediaType
@@ -189,8 +188,8 @@ class BudgetListView(APIView):
             if scope not in Budget.Scope.values:
                 raise DomainError(f"scope must be one of {', '.join(Budget.Scope.values)}.")
             budgets = budgets.filter(scope=scope)
-        now = timezone.now()
-        rows = [budget_selectors.budget_status(b, now=now) for b in budgets.order_by("scope", "id")[:BUDGETS_LISTED]]
+        listed = list(budgets.order_by("scope", "id")[:BUDGETS_LISTED])
+        rows = budget_selectors.budgets_status(budgets=listed)
         return Response(s.BudgetOutput(rows, many=True).data)
 
     @extend_schema(

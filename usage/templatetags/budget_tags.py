@@ -3,6 +3,7 @@ library, not an import, so board keeps to its layer while usage reads its own ro
 
 from django import template
 
+from usage.budget_pages import card_budget_lines as budget_card_lines
 from usage.budget_pages import may_edit_budgets, task_budget_box
 
 register = template.Library()
@@ -18,3 +19,9 @@ def task_budget_panel(context, task):
         "csrf_token": context.get("csrf_token"),
         "request": request,
     }
+
+
+@register.simple_tag
+def card_budget_lines(task):
+    """The card's budget banner lines (usage/budget_pages.py: card_budget_lines)."""
+    return budget_card_lines(task)

@@ -31,10 +31,10 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.side_effects import enqueue_task
 from ledger.events import event_record
-from sessions_app.actors import Actor
 from workspaces.archive.format import (
     ArchiveInvalid,
     Entry,

@@ -33,10 +33,10 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.side_effects import enqueue_task
 from ledger.events import event_record
-from sessions_app.actors import Actor
 from sessions_app.models import AgentSession
 from workspaces.archive.format import (
     SUFFIXES,

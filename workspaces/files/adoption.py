@@ -7,8 +7,8 @@ from pathlib import Path
 
 from django.db import transaction
 
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
 from workspaces.files.safepaths import UnsafePath, clean_relative, open_file_beneath
 from workspaces.files.services import SESSION_FOLDERS, artifact_record_version
 from workspaces.files.uploads import hash_fd

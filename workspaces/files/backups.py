@@ -27,9 +27,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
 from ledger.events import event_record
-from sessions_app.actors import SYSTEM, Actor
 from workspaces.files.safepaths import open_file_beneath, parent_descriptor
 from workspaces.files.uploads import CHUNK_BYTES, hash_fd
 from workspaces.models import ArtifactVersion, Workspace

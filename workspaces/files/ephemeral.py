@@ -18,8 +18,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
-from sessions_app.actors import SYSTEM, Actor
 from workspaces.files.reconcile import GONE, artifact_observe, signature
 from workspaces.files.safepaths import UnsafePath, clean_relative, root_descriptor
 from workspaces.files.uploads import hash_fd

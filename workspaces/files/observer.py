@@ -42,7 +42,7 @@ from watchdog.events import (
 )
 from watchdog.observers.inotify import InotifyObserver
 
-from config.side_effects import enqueue_task
+from config.side_effects import enqueue_task, registered_task
 from workspaces.files.reconcile import (
     BUSY,
     RECONCILE_QUIET_NS,
@@ -78,6 +78,7 @@ DEFAULT_QUEUE_LIMIT = 100_000
 # registered are looked at again for this long before they are dropped.
 UNREGISTERED_GRACE_SECONDS = 10.0
 MAX_ATTEMPTS = 20
+STATE_SYNC_TASK = "board.tasks.state_sync_task"  # sync-to-db of a session folder's state snapshot
 GONE_LOG_PER_WINDOW, GONE_LOG_WINDOW_SECONDS = 20, 10
 SESSION_STATE_FOLDER = re.compile(r"session-[A-Za-z0-9_-]+")  # as sync-to-db accepts them
 
@@ -472,15 +473,17 @@ class FileObserver:
                 return
 
     def _sync_state(self, folder: str) -> float | None:
+        # By name: the sync belongs to the board, above this layer; the observer only says
+        # "this folder's snapshot changed" to whichever worker serves that task.
         try:
-            from board.tasks import state_sync_task  # written beside us; imported when needed
-        except ImportError as exc:
+            registered_task(STATE_SYNC_TASK)
+        except (ImportError, KeyError) as exc:
             if not self._state_task_missing_logged:
                 self._state_task_missing_logged = True
-                logger.warning("snapshot change in %s not synced: %s", folder, exc)
+                logger.warning("snapshot change in %s not synced: no task %s (%s)", folder, STATE_SYNC_TASK, exc)
             return None
         try:
-            enqueue_task(state_sync_task, folder)
+            enqueue_task(STATE_SYNC_TASK, folder)
         except Exception:
             logger.exception("could not queue sync-to-db for %s; trying again", folder)
             return 5.0

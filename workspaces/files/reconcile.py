@@ -27,8 +27,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
+from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
-from sessions_app.actors import SYSTEM, Actor
 from workspaces.files.backups import BackupFailed, backup_present, backup_record, backup_staged, backup_wanted
 from workspaces.files.safepaths import UnsafePath, clean_relative, open_file_beneath
 from workspaces.files.services import SESSION_FOLDERS, artifact_record_version, workspace_shared

@@ -1,8 +1,8 @@
 from django.db.models import Prefetch, Q, QuerySet
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.models import ToolInvocation
-from sessions_app.actors import Actor
 from sessions_app.models import AgentSession
 from workspaces.models import Artifact, ArtifactVersion, Workspace
 

@@ -23,10 +23,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.single_statement import single_statement_commits
 from ledger.events import event_dispatch, event_fields, event_insert_sql
-from sessions_app.actors import Actor
 from sessions_app.models import Agent
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
 from workspaces.worktrees.services import (

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from config.actors import Actor
 from config.api.errors import DomainError
-from sessions_app.actors import Actor
 from workspaces.models import Repository, Worktree
 from workspaces.worktrees import git
 from workspaces.worktrees.services import NAME_MAX_LENGTH, REMOVE_FORCE, TYPE_MAX_LENGTH, event, slug_check

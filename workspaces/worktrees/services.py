@@ -18,10 +18,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from config.actors import Actor
 from config.api.errors import LEASE_LOST, DomainError
 from ledger.events import event_record
 from ledger.models import Event
-from sessions_app.actors import Actor
 from sessions_app.models import Agent
 from workspaces.models import Repository, Workspace, Worktree, WorktreeClaimRequest
 from workspaces.worktrees import git

@@ -2,8 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from board.imports.priorities import priorities_apply, priorities_files, priorities_preview
 from board.management.commands._listing import input_files_listed
+from config.actors import SYSTEM
 from config.api.errors import DomainError
-from sessions_app.actors import SYSTEM
 
 
 class Command(BaseCommand):

@@ -12,19 +12,19 @@ Inside a run started by `switchyard runner` (SWITCHYARD_RUN set) everything goes
 (SWITCHYARD_SESSION) instead of one named after Claude Code's session id, and the session's status is
 left to the runner: SessionStart, Stop and SessionEnd become ``log`` events.
 
-Only the standard library is imported here (see wire.py: the budget is tens of milliseconds).
+Only the standard library is imported here, and not all of it: no ``json``, ``socket`` or
+``urllib`` (see wire.py and lean_json.py: the budget is tens of milliseconds).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from urllib.parse import quote
 
 from switchyard_client import wire
 from switchyard_client.hook_plan import SessionMemory, plan
+from switchyard_client.lean_json import dumps, loads
 from switchyard_client.spool import Record, Spool, SpoolBusy
 
 __all__ = ["SessionMemory", "plan", "run"]
@@ -72,7 +72,7 @@ class Sender:
     def _send(self, record: Record) -> tuple[int, object]:
         url = f"{self.base}/{record['path']}"
         if record.get("params"):
-            url += "?" + "&".join(f"{k}={quote(str(v), safe='')}" for k, v in record["params"].items())
+            url += "?" + "&".join(f"{k}={wire.quote(str(v), safe='')}" for k, v in record["params"].items())
         headers = dict(self.headers)
         if "file" in record:
             try:
@@ -84,7 +84,7 @@ class Sender:
                 return 200, None  # gone since: nothing to link
             headers["Content-Type"] = "application/octet-stream"
         else:
-            body = json.dumps(record["body"], separators=(",", ":"), ensure_ascii=False).encode()
+            body = dumps(record["body"], separators=(",", ":"), ensure_ascii=False).encode()
             headers["Content-Type"] = "application/json"
         return wire.request(record["method"], url, headers=headers, body=body, deadline=self.deadline)
 
@@ -102,7 +102,7 @@ def run(stdin: object = None, *, budget: float | None = None) -> int:
     budget = budget if budget is not None else float(os.environ.get("SWITCHYARD_HOOK_BUDGET") or DEFAULT_BUDGET)
     deadline = started + budget
     try:
-        payload = json.load(stdin or sys.stdin)
+        payload = loads((stdin or sys.stdin).read())
         if not isinstance(payload, dict):
             raise ValueError("the hook payload is not a JSON object")
         url, key = os.environ.get("SWITCHYARD_URL", ""), os.environ.get("SWITCHYARD_KEY", "")
@@ -201,7 +201,7 @@ def _policy(verdict: dict, *, asked: Record, sender: Sender, started: float) -> 
     if decided.get("permissionDecision") == "deny":
         # Claude Code sends no PostToolUse for a call its hook denied: the call ends here.
         finish = {"status": "failure", "error": decided.get("permissionDecisionReason", "denied")}
-        path = f"{asked['path']}{quote(str(asked['body']['id']), safe='')}/"
+        path = f"{asked['path']}{wire.quote(str(asked['body']['id']), safe='')}/"
         sender.deadline = time.monotonic() + 3  # the budget went to the wait
         sender.send_all([{"method": "PATCH", "path": path, "body": finish, "ok_statuses": [409]}])
     for problem in sender.problems:

@@ -10,18 +10,18 @@ Subagents: a payload with ``agent_id`` comes from a subagent (the Task tool's ag
 and everything it carries goes to a child session of the main one, opened on first sight with the
 main session as its parent; so tool calls land in the subagent that made them however interleaved.
 
-Only the standard library is imported here (see wire.py: the budget is tens of milliseconds).
+Only the standard library is imported here, and not all of it (see wire.py and lean_json.py: the
+budget is tens of milliseconds).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
-from urllib.parse import quote
 
+from switchyard_client.lean_json import dumps, loads
 from switchyard_client.spool import Record, state_dir
+from switchyard_client.wire import quote
 
 PROMPT_MAX_CHARS = 4000
 OUTPUT_MAX_CHARS = 64_000  # the server keeps a 2,000-character summary; no need to ship megabytes
@@ -29,6 +29,7 @@ RAW_MAX_CHARS = 16_000  # an unknown event's payload, as JSON
 MILESTONE_MAX_CHARS = 10_000  # the milestone API's limit
 FILE_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 SESSION_ID_MAX = 128
+ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")  # the server's id rule
 ASKED_KEPT = 20  # permission requests remembered until their call resolves
 # What every hook payload carries (BaseHookInput); an unknown event's payload is stored without it.
 BASE_FIELDS = {"session_id", "transcript_path", "cwd", "hook_event_name", "prompt_id", "permission_mode", "effort"}
@@ -58,7 +59,7 @@ class SessionMemory:
         self.path = os.path.join(state_dir(), "hook-sessions", f"{_seg(session_id)}.json")
         try:
             with open(self.path, encoding="utf-8") as fh:
-                self.data: dict = json.load(fh)
+                self.data: dict = loads(fh.read())
         except (OSError, ValueError):
             self.data = {}
         self.dirty = False
@@ -76,7 +77,7 @@ class SessionMemory:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             tmp = f"{self.path}.{os.getpid()}.tmp"
             with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(self.data, fh)
+                fh.write(dumps(self.data))
             os.replace(tmp, self.path)
             self.dirty = False
 
@@ -84,7 +85,7 @@ class SessionMemory:
 def subagent_session_id(main: str, agent_id: str) -> str:
     """The child session of a subagent: ``<main>:<agent_id>``, within the server's id rules
     (1-128 of letters, digits, '.', '_', ':', '-'); too long or odd ids are hashed."""
-    safe = re.sub(r"[^A-Za-z0-9._:-]", "-", agent_id)
+    safe = "".join(c if c in ID_CHARS else "-" for c in agent_id)
     candidate = f"{main}:{safe}"
     if safe == agent_id and len(candidate) <= SESSION_ID_MAX:
         return candidate
@@ -419,7 +420,7 @@ def _asked_key(sid: str, call: dict) -> str:
     no tool_use_id); hashed, so no input (a command with a token in it) is kept in the state folder."""
     import hashlib  # here: most hook calls never need it
 
-    raw = json.dumps([sid, call.get("tool_name"), call.get("tool_input")], sort_keys=True, default=str)
+    raw = dumps([sid, call.get("tool_name"), call.get("tool_input")], sort_keys=True, default=str)
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
@@ -432,7 +433,7 @@ def _fields(*names: str):
 
 def _unknown(p: Plan) -> None:
     raw = {k: v for k, v in p.payload.items() if k not in BASE_FIELDS}
-    text = json.dumps(raw, ensure_ascii=False, default=str)
+    text = dumps(raw, ensure_ascii=False, default=str)
     body = {"hook": p.event or "unknown", "payload": raw if len(text) <= RAW_MAX_CHARS else text[:RAW_MAX_CHARS]}
     if len(text) > RAW_MAX_CHARS:
         body["truncated_from_chars"] = len(text)
@@ -498,7 +499,7 @@ def _small(value: object) -> object:
         return value[:PROMPT_MAX_CHARS]
     if isinstance(value, (int, float, bool)):
         return value
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = dumps(value, ensure_ascii=False, default=str)
     return value if len(text) <= PROMPT_MAX_CHARS else text[:PROMPT_MAX_CHARS] + f"... [{len(text)} chars]"
 
 
@@ -516,7 +517,7 @@ def _tool_start(payload: dict) -> dict:
 
 
 def _capped(value: object) -> object:
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = dumps(value, ensure_ascii=False, default=str)
     return value if len(text) <= OUTPUT_MAX_CHARS else text[:OUTPUT_MAX_CHARS] + f"... [{len(text)} chars]"
 
 

@@ -10,9 +10,10 @@ request's client id, so a replay the server has already seen is answered with th
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
+
+from switchyard_client.lean_json import dumps, loads
 
 Record = dict  # one request: method, path, body or file, params, on_404
 
@@ -106,7 +107,7 @@ class Spool:
 
 
 def _line(record: Record) -> str:
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 def _read_lines(path: str) -> list[Record]:
@@ -118,7 +119,7 @@ def _read_lines(path: str) -> list[Record]:
     records = []
     for line in text.splitlines():
         try:
-            records.append(json.loads(line))
+            records.append(loads(line))
         except ValueError:
             continue  # a torn last line from a crash: the others still count
     return records

@@ -1,17 +1,23 @@
 """A minimal HTTP/1.1 request over a plain socket, for the hook adapter only.
 
 The hook runs as a new process for every Claude Code event, and its whole budget is tens of
-milliseconds: importing httpx costs about 90 ms here, http.client about 30 ms (ssl, email), a
-socket a few. So plain-http URLs (Switchyard on the same machine or network) go through this;
-an https URL falls back to httpx. One request per connection, ``Connection: close``.
+milliseconds: importing httpx costs about 90 ms here, http.client about 30 ms (ssl, email), and
+even ``socket`` and ``urllib.parse`` cost several (``socket`` pulls in ``enum`` and ``selectors``,
+``urllib.parse`` ``ipaddress``). So plain-http URLs (Switchyard on the same machine or network) go
+through CPython's ``_socket`` directly, with the few lines of ``socket.create_connection`` and
+``urllib.parse.quote`` it needs written here (tests/client/test_wire.py checks them against the
+originals); an https URL falls back to httpx. One request per connection, ``Connection: close``.
 """
 
 from __future__ import annotations
 
-import json
-import socket
+import _socket
 import time
-from urllib.parse import urlsplit
+
+from switchyard_client.lean_json import loads
+
+# urllib.parse.quote's always-safe bytes (RFC 3986 unreserved).
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
 
 
 class WireError(OSError):
@@ -28,12 +34,14 @@ def request(
 ) -> tuple[int, object]:
     """(status, parsed JSON body or text) for one request that must finish before ``deadline``
     (a ``time.monotonic()`` value)."""
-    parts = urlsplit(url)
-    if parts.scheme == "https":
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() == "https":
         return _via_httpx(method, url, headers=headers, body=body, deadline=deadline)
-    host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    target = parts.path + (f"?{parts.query}" if parts.query else "")
-    lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close", "Accept: application/json"]
+    netloc, slash, tail = rest.partition("/")
+    netloc = netloc.rpartition("@")[2]  # user:password@ is not ours to send
+    host, port = split_host(netloc)
+    target = "/" + tail.partition("#")[0] if slash else "/"
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {netloc}", "Connection: close", "Accept: application/json"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     payload = body or b""
     if body is not None or method in ("POST", "PUT", "PATCH"):
@@ -42,19 +50,56 @@ def request(
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise WireError("no time left")
+    chunks = []
     try:
-        with socket.create_connection((host, port), timeout=remaining) as sock:
+        sock = _connect(host, port, timeout=remaining)
+        try:
             sock.sendall(raw)
-            chunks = []
             while True:
                 sock.settimeout(max(0.001, deadline - time.monotonic()))
                 chunk = sock.recv(65536)
                 if not chunk:
                     break
                 chunks.append(chunk)
-    except OSError as exc:  # refused, timeout (socket.timeout is an OSError), reset
+        finally:
+            sock.close()
+    except OSError as exc:  # refused, timeout (TimeoutError is an OSError), reset, unknown host
         raise WireError(f"{type(exc).__name__}: {exc}") from exc
     return _parse(b"".join(chunks))
+
+
+def split_host(netloc: str) -> tuple[str, int]:
+    """("host", port) of ``host``, ``host:port``, ``[v6]`` or ``[v6]:port``; port 80 when absent."""
+    if netloc.startswith("["):
+        host, _, after = netloc[1:].partition("]")
+        return host, int(after[1:]) if after.startswith(":") and after[1:] else 80
+    host, colon, port = netloc.rpartition(":")
+    if not colon:
+        return netloc or "127.0.0.1", 80
+    return host or "127.0.0.1", int(port) if port else 80
+
+
+def _connect(host: str, port: int, *, timeout: float):
+    """``socket.create_connection((host, port), timeout)``, on ``_socket``: each address in turn."""
+    # A bytes host spares getaddrinfo the idna codec's import (an ASCII name encodes the same).
+    name = host.encode("ascii") if host.isascii() else host.encode("idna")
+    problem: OSError | None = None
+    for family, kind, proto, _canonical, address in _socket.getaddrinfo(name, port, 0, _socket.SOCK_STREAM):
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            sock.close()
+            problem = exc
+    raise problem or OSError(f"no address for {host}")
+
+
+def quote(value: str, safe: str = "") -> str:
+    """``urllib.parse.quote(value, safe=safe)`` for a str."""
+    keep = _UNRESERVED | frozenset(safe.encode("ascii"))
+    return "".join(chr(byte) if byte in keep else f"%{byte:02X}" for byte in value.encode("utf-8"))
 
 
 def _parse(data: bytes) -> tuple[int, object]:
@@ -76,7 +121,7 @@ def _parse(data: bytes) -> tuple[int, object]:
         rest = rest[: int(headers["content-length"])]
     text = rest.decode("utf-8", errors="replace")
     try:
-        return status, json.loads(text) if text else None
+        return status, loads(text) if text else None
     except ValueError:
         return status, text[:500]
 

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from config.actors import SYSTEM
 from config.api.errors import DomainError
-from sessions_app.actors import SYSTEM
 from sessions_app.models import AgentSession
 from workspaces.files.adoption import workspace_adopt
 

@@ -9,11 +9,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from composition import page_selectors
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.live import live_seq_current
 from config.pages import ENGINEERING, page_for
-from sessions_app import logs, page_selectors
-from sessions_app.actors import Actor
+from sessions_app import logs
 from sessions_app.elicitations import elicitation_form_values
 from sessions_app.input_requests import session_answer_input
 from sessions_app.live import session_group

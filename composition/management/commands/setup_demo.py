@@ -12,10 +12,10 @@ from django.db import transaction
 
 from board.models import Task
 from board.services import campaign_create, task_create
+from config.actors import Actor
 from config.api.errors import DomainError
 from config.pages import PRODUCT_OWNERS
 from runners.local_runner import local_runner_config_write
-from sessions_app.actors import Actor
 from sessions_app.keys import agent_get_or_create, api_key_create
 from sessions_app.models import AgentApiKey
 from workspaces.worktrees.services import repository_register

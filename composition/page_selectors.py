@@ -10,8 +10,8 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, 
 from django.db.models.functions import RowNumber
 
 from board.models import Task
+from composition.metrics import AgentMetrics, agent_metrics, metrics_window
 from config.api.errors import DomainError
-from ledger.metrics import AgentMetrics, agent_metrics, metrics_window
 from ledger.models import ToolInvocation
 from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
 from sessions_app.selectors import session_question

@@ -1,5 +1,6 @@
 """Agent metrics over a period: tasks finished and failed, mean task time, tool calls and their
-failure rate, and tool calls per time bucket for the agents page's chart.
+failure rate, and tool calls per time bucket for the agents page's chart. Here, at the top: they
+read the board's tasks and the ledger's tool calls together.
 
 Every figure comes from a grouped aggregate query, so the number of queries is the same for
 two agents or two hundred.

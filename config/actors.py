@@ -1,14 +1,36 @@
-"""Who is acting: an agent (by key) or a person (by browser session)."""
+"""Who is acting: an agent (by key) or a person (by browser session).
+
+In the kernel because every app asks it (sessions, claims, files, runs). It knows an agent and a
+key only by the few attributes below, so the kernel imports no app: ``sessions_app.models``
+supplies ``Agent`` and ``AgentApiKey``, and takes its orchestrate scope's value from here.
+"""
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from sessions_app.models import Agent, AgentApiKey
+# The value of AgentApiKey.Scope.ORCHESTRATE (which is defined from this constant).
+ORCHESTRATE_SCOPE = "orchestrate"
+
+
+class ActingAgent(Protocol):
+    """What an Actor reads of a sessions_app Agent."""
+
+    pk: int
+    slug: str
+
+
+class ActingKey(Protocol):
+    """What an Actor reads of a sessions_app AgentApiKey."""
+
+    session_id: str | None
+
+    def has_scope(self, scope: str) -> bool: ...
 
 
 @dataclass(frozen=True)
 class Actor:
-    agent: Agent | None = None
-    api_key: AgentApiKey | None = None
+    agent: ActingAgent | None = None
+    api_key: ActingKey | None = None
     user: object | None = None  # a django.contrib.auth user
     # Background work (the heartbeat reaper, imports) acting for Switchyard itself: it may end
     # any agent's claims. Never set from a request: only the SYSTEM constant below has it.
@@ -20,7 +42,7 @@ class Actor:
 
     @property
     def can_orchestrate(self) -> bool:
-        return self.is_staff or (self.api_key is not None and self.api_key.has_scope(AgentApiKey.Scope.ORCHESTRATE))
+        return self.is_staff or (self.api_key is not None and self.api_key.has_scope(ORCHESTRATE_SCOPE))
 
     @property
     def label(self) -> str:

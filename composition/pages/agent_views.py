@@ -3,9 +3,9 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from composition.metrics import DEFAULT_PERIOD, PERIODS
+from composition.page_selectors import CHART_HEIGHT, CHART_WIDTH, agent_overview
 from config.pages import ENGINEERING, page_for
-from ledger.metrics import DEFAULT_PERIOD, PERIODS
-from sessions_app.page_selectors import CHART_HEIGHT, CHART_WIDTH, agent_overview
 
 PERIOD_LABELS = {"24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days"}
 

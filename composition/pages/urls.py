@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sessions_app.pages import agent_views, session_views
+from composition.pages import agent_views, session_views
 
 app_name = "sessions"
 

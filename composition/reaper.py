@@ -7,6 +7,9 @@ end as ``expired``) and its worktree leases go to the head of each worktree's qu
 never heard from (no heartbeat, no request) has promised none and is left alone; a paused, completed or
 already errored agent is not active and is left alone too. Its next heartbeat makes it active
 again (sessions_app.services.agent_heartbeat); the work it lost stays with whoever took it.
+
+In the top layer because taking an agent's work back spans the apps: its row (sessions_app), its
+tasks (board), its worktrees (workspaces) and the event (ledger).
 """
 
 import logging
@@ -19,8 +22,8 @@ from django.utils import timezone
 
 from board.models import Task, TaskClaim
 from board.services import task_release
+from config.actors import SYSTEM
 from ledger.events import event_record
-from sessions_app.actors import SYSTEM
 from sessions_app.models import Agent
 from workspaces.worktrees.claims import worktree_leases_expire
 

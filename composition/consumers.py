@@ -6,11 +6,11 @@ topic: the page (static/js/live.js) refetches what it shows when one is missing.
 from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 
+from composition.page_selectors import session_live_push
 from config.live import LiveConsumer
 from config.pages import ENGINEERING, user_may
 from sessions_app.live import session_group
 from sessions_app.models import AgentSession
-from sessions_app.page_selectors import session_live_push
 
 
 @database_sync_to_async
