@@ -53,33 +53,33 @@ def usage_records_ingest(*, actor: Actor, items: list[UsageItem]) -> int:
     return len(rows)
 
 
-def _row(agent_id: int, session: AgentSession | None, item: UsageItem) -> tuple:
-    """The row's values in usage_sql.COLUMNS order (every column but id and received_at)."""
-    return (
-        agent_id,
-        session.pk if session is not None else None,
-        session.task_id if session is not None else None,
-        item.external_session_id,
-        item.model,
-        item.operation,
-        item.tool_name,
-        item.input_tokens,
-        item.output_tokens,
-        item.cache_read_tokens,
-        item.cache_creation_tokens,
-        item.cost_usd,
-        item.duration_ms,
-        item.occurred_at,
-        item.source,
-        item.idempotency_key,
-    )
+def _row(agent_id: int, session: AgentSession | None, item: UsageItem) -> dict:
+    """The row's values by the model's attribute names (every column but id and received_at)."""
+    return {
+        "agent_id": agent_id,
+        "session_id": session.pk if session is not None else None,
+        "task_id": session.task_id if session is not None else None,
+        "external_session_id": item.external_session_id,
+        "model": item.model,
+        "operation": item.operation,
+        "tool_name": item.tool_name,
+        "input_tokens": item.input_tokens,
+        "output_tokens": item.output_tokens,
+        "cache_read_tokens": item.cache_read_tokens,
+        "cache_creation_tokens": item.cache_creation_tokens,
+        "cost_usd": item.cost_usd,
+        "duration_ms": item.duration_ms,
+        "occurred_at": item.occurred_at,
+        "source": item.source,
+        "idempotency_key": item.idempotency_key,
+    }
 
 
-def _rows_insert(rows: list[tuple]) -> None:
+def _rows_insert(rows: list[dict]) -> None:
     if connection.vendor == "postgresql":
         usage_sql.usage_records_insert(connection, rows=rows)  # a fifth of bulk_create's CPU: see its docstring
         return
-    objs = [UsageRecord(**dict(zip(usage_sql.ATTNAMES, row, strict=True))) for row in rows]
+    objs = [UsageRecord(**row) for row in rows]
     UsageRecord.objects.bulk_create(objs, batch_size=INSERT_BATCH, ignore_conflicts=True)
 
 

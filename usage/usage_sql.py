@@ -34,13 +34,14 @@ _STATEMENT = InsertSelect(
 )
 SQL = _STATEMENT.sql + " ON CONFLICT DO NOTHING"
 _GIVEN = [field for field in _FIELDS if field.attname != "received_at"]
-COLUMNS = [field.column for field in _GIVEN]  # a row's values, in this order
-ATTNAMES = [field.attname for field in _GIVEN]  # the same, as the model's attributes
+ATTNAMES = [field.attname for field in _GIVEN]  # what a row gives, by the model's attribute names
+_NAMES = [(field.attname, field.column) for field in _GIVEN]
 
 
-def usage_records_insert(db, *, rows: list[tuple]) -> None:
-    """Insert rows (tuples of COLUMNS' values, in that order), skipping those already stored."""
-    document = json.dumps([dict(zip(COLUMNS, row, strict=True)) for row in rows], default=_json_value)
+def usage_records_insert(db, *, rows: list[dict]) -> None:
+    """Insert rows (dicts of every ATTNAMES value), skipping those already stored."""
+    # A row without one of the model's fields is a KeyError here, not a NULL stored.
+    document = json.dumps([{column: row[name] for name, column in _NAMES} for row in rows], default=_json_value)
     params = _STATEMENT.params(db, expr_params={"received_at": [timezone.now()]}) + [document]
     with db.cursor() as cursor:
         cursor.execute(SQL, params)

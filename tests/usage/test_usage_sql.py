@@ -74,7 +74,7 @@ def _stored(agent) -> list[dict]:
 
 
 def _bulk_create_as_before(agent, session, items: list[UsageItem]) -> None:
-    """The ORM path the statement replaced, written out with keywords (not sharing services' row tuples)."""
+    """The ORM path the statement replaced, written out with keywords (not sharing services' rows)."""
     rows = []
     for item in items:
         mine = session if item.external_session_id == session.pk else None
@@ -148,4 +148,4 @@ def test_the_columns_are_the_models():
     # A field added to UsageRecord is in the statement at once, and services' rows must then carry it.
     fields = [f.attname for f in UsageRecord._meta.concrete_fields if f.attname not in ("id", "received_at")]
     assert fields == usage_sql.ATTNAMES
-    assert len(services._row(1, None, _items("s")[0])) == len(fields)
+    assert list(services._row(1, None, _items("s")[0])) == fields

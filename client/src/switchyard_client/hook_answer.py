@@ -39,7 +39,6 @@ import json
 import os
 import sys
 import time
-from urllib.parse import quote
 
 from switchyard_client import wire
 
@@ -78,7 +77,7 @@ def decision_output(behavior: str, message: str = "") -> dict:
 def await_decision(sender, *, session_id: str, request_id: str, until: float) -> dict | None:
     """The person's answer ({"decision", "answer", "answered_by"}), or None when none came by ``until``
     (a ``time.monotonic()`` value) or Switchyard could not be asked."""
-    path = f"sessions/{quote(session_id, safe='')}/input-requests/{quote(request_id, safe='')}/"
+    path = f"sessions/{wire.quote(session_id, safe='')}/input-requests/{wire.quote(request_id, safe='')}/"
     last = False
     while not last:
         left = until - time.monotonic()
@@ -224,7 +223,7 @@ def _give_up(sender, *, session_id: str, what: str, default: str, timeout: float
     reason = f"nobody answered {what} within {timeout:g} s: {default}"
     body = json.dumps({"status": "running", "reason": reason}).encode()
     headers = {**sender.headers, "Content-Type": "application/json"}
-    url = f"{sender.base}/sessions/{quote(session_id, safe='')}/transition/"
+    url = f"{sender.base}/sessions/{wire.quote(session_id, safe='')}/transition/"
     try:
         wire.request("POST", url, headers=headers, body=body, deadline=time.monotonic() + 3)
     except wire.WireError as exc:
