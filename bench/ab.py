@@ -44,6 +44,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--base", required=True, help="the commit to compare with (anything git rev-parse takes)")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep the base's scratch tree (its path is printed)")
+    parser.add_argument(
+        "--this",
+        type=Path,
+        default=ROOT,
+        help="the tree to run as 'this' side (default: this checkout; e.g. a clone of HEAD, so editing here "
+        "during a long A/B changes nothing)",
+    )
+    parser.add_argument(
+        "--output-only",
+        action="store_true",
+        help="for a script that prints its figures but writes no result file (board_bench.py, sync_bench.py): "
+        "keep each run's output in bench/results/ and compare by reading them",
+    )
     parser.add_argument("script", help="the benchmark script in bench/, e.g. run.py")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="its options (after --)")
     return parser.parse_args(argv)
@@ -64,15 +77,21 @@ def unpack(commit: str, into: Path) -> str:
     return full.stdout.strip()
 
 
-def run_side(tree: Path, script: str, script_args: list[str], *, base: bool) -> dict[str, dict]:
-    """Run the script from ``tree``; its figures by name, from the result file it wrote."""
+def run_side(tree: Path, script: str, script_args: list[str], *, base: bool, output: Path | None = None) -> dict:
+    """Run the script from ``tree``; its figures by name, from the result file it wrote (with
+    ``output``: its output kept there instead, and no figures)."""
     results = tree / "bench" / "results"
     before = set(results.glob("*.json")) if results.exists() else set()
     env = dict(os.environ)
-    if base:  # the base's client, not this venv's editable one
+    if base or tree.resolve() != ROOT.resolve():  # that tree's client, not this venv's editable one
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree / "client" / "src"), env.get("PYTHONPATH")]))
     command = [sys.executable, str(tree / "bench" / script), *script_args]
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+    if output is not None:
+        output.write_text(done.stdout + done.stderr)
+        if done.returncode not in (0, 1):
+            raise BenchError(f"{'base' if base else 'this tree'}: {script} exited {done.returncode}: see {output}")
+        return {}
     written_now = sorted(set(results.glob("*.json")) - before) if results.exists() else []
     if done.returncode not in (0, 1) or not written_now:  # 1: a figure missed its aim, still a result
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
@@ -108,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench/ab.py: no benchmark bench/{args.script}", file=sys.stderr)
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="switchyard-ab-"))
+    run_stamp = stamp()
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     try:
         commit = unpack(args.base, scratch)
         say(f"base {commit[:12]} unpacked in {scratch / 'tree'}; {args.rounds} rounds of {args.script}, ABBA")
@@ -116,9 +137,13 @@ def main(argv: list[str] | None = None) -> int:
             order = [("base", True), ("this", False)] if round_ % 2 == 0 else [("this", False), ("base", True)]
             for side, is_base in order:
                 started = time.monotonic()
-                tree = scratch / "tree" if is_base else ROOT
-                sides[side].append(run_side(tree, args.script, script_args, base=is_base))
-                say(f"round {round_ + 1}: {side} done in {time.monotonic() - started:.0f} s")
+                tree = scratch / "tree" if is_base else args.this.resolve()
+                output = RESULTS_DIR / f"{run_stamp}-ab-{side}-{round_ + 1}.log" if args.output_only else None
+                sides[side].append(run_side(tree, args.script, script_args, base=is_base, output=output))
+                say(
+                    f"round {round_ + 1}: {side} done in {time.monotonic() - started:.0f} s"
+                    + (f": {output}" if output else "")
+                )
     except BenchError as exc:
         print(f"bench/ab.py: {exc}", file=sys.stderr)
         return 1
@@ -127,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
             say(f"kept {scratch}")
         else:
             subprocess.run(["rm", "-rf", str(scratch)], check=False)
+    if args.output_only:
+        say(f"outputs kept in {RESULTS_DIR}/{run_stamp}-ab-*.log: compare the figures they print")
+        return 0
     rows = compare(sides)
     print()
     print(

@@ -18,6 +18,9 @@ class CardExtra:
     annotations: Callable[[], dict[str, Any]]
     # Included on the card face with ``task`` in its context; shows nothing when the values are None.
     template: str
+    # Where on the card: "top" (the badge row, after the board's own badges) or "body" (below the
+    # card's agent and campaign).
+    place: str = "body"
 
     @property
     def fields(self) -> tuple[str, ...]:

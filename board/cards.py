@@ -34,9 +34,6 @@ def _key(task: Task, prefix: str, oob: bool) -> tuple:
         (assignee.slug, assignee.display_name, assignee.emoji) if assignee is not None else None,
         campaign.name if campaign is not None else None,
         task.session.status if task.session_id is not None and task.session is not None else None,
-        # The active run's badge (annotated by board_task_list; absent on a task read elsewhere).
-        getattr(task, "run_status", None),
-        getattr(task, "run_runner", None),
         card_extra_values(task),
         prefix,
         oob,

@@ -8,13 +8,12 @@ registered ones a person may pick instead.
 
 from dataclasses import dataclass
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Q, QuerySet
 
 from board.card_extras import card_extra_annotations
 from board.models import Campaign, Task
 from config.api.errors import DomainError
 from ledger.models import Event, ToolInvocation
-from runners.models import Run
 from sessions_app.models import Agent
 from workspaces.models import Artifact, Repository
 from workspaces.worktrees.selectors import repository_choices
@@ -72,17 +71,13 @@ CARD_FIELDS = (
 def board_task_list() -> QuerySet[Task]:
     """Every card with what it shows, in column order (rank, then id for equal ranks).
 
-    ``run_status``/``run_runner``: the task's active run, if any, for the card's badge. Subqueries
-    in the one query, each an index lookup (``run_one_active_per_task`` is a partial unique index).
-    What apps above board show on cards (``board/card_extras.py``) is annotated in the same query.
+    What apps above board show on cards (``board/card_extras.py``: a run's badge, usage, budgets)
+    is annotated in the same query.
     """
-    active = Run.objects.filter(task=OuterRef("pk"), status__in=Run.ACTIVE)
     return (
         Task.objects.select_related("assignee", "campaign", "session")
         .only(*CARD_FIELDS)
         .annotate(
-            run_status=Subquery(active.values("status")[:1]),
-            run_runner=Subquery(active.values("runner__name")[:1]),
             **card_extra_annotations(),
         )
         .order_by("rank", "id")

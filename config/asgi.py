@@ -21,16 +21,16 @@ from config.demo_passwords import refuse_demo_passwords_at_startup  # noqa: E402
 
 refuse_demo_passwords_at_startup()
 
-# Temporaries of uploads cut short when the last web process died (workspaces/files/upload_parts.py).
-from workspaces.files.upload_parts import upload_parts_sweep_in_background  # noqa: E402
-
-upload_parts_sweep_in_background()
-
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.utils.module_loading import import_string  # noqa: E402
 
-from config.routing import websocket_urlpatterns  # noqa: E402
+# What a web process starts with (settings.WEB_STARTUP, by name as MIDDLEWARE is): e.g. the sweep of
+# upload temporaries cut short when the last web process died (workspaces/files/upload_parts.py).
+for name in settings.WEB_STARTUP:
+    import_string(name)()
+
 from config.ws_origin import SameOriginValidator  # noqa: E402
 
 # /mcp is MCP's Streamable HTTP transport (sessions_app/mcp_http.py), not a Django view: the SDK's
@@ -48,7 +48,7 @@ application = ProtocolTypeRouter(
     {
         "http": http_app,
         # Scheme, host and port of the Origin must be the site's own (config/ws_origin.py).
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(import_string(settings.WEBSOCKET_URLCONF)))),
     }
 )
 

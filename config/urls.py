@@ -11,7 +11,7 @@ register_converter(Int64Converter, "int64")
 
 api_v1 = [
     path("", include("sessions_app.api.urls")),
-    path("", include("composition.api.urls")),  # sessions/ (opening one names a board task)
+    path("", include("composition.api.urls")),  # sessions/ (opening one names a board task), a session's resume
     path("", include("ledger.api.urls")),
     path("", include("board.api.urls")),
     path("", include("workspaces.api.urls")),
@@ -27,7 +27,7 @@ urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("", include("board.pages.urls")),
+    path("", include("composition.board_pages.urls")),
     path("", include("composition.pages.urls")),
     path("", include("workspaces.pages.urls")),
     path("", include("runners.pages.urls")),

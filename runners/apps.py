@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class RunnersConfig(AppConfig):
     name = "runners"
     verbose_name = "Runners: processes that start the agents"
+
+    def ready(self) -> None:
+        # Cards show a task's run through board's extension point: board may not import runners.
+        from runners.pages.cards import card_run_register
+
+        card_run_register()

@@ -27,10 +27,10 @@ from pathlib import Path
 from django.conf import settings
 
 from config.api.errors import LEASE_LOST, DomainError
+from config.safepaths import UnsafePath, parent_descriptor
 from runners.models import Run, Runner
 from runners.services import run_refuse_stale
 from sessions_app.logs import session_log_parts
-from workspaces.files.safepaths import UnsafePath, parent_descriptor
 
 # A run just ended still takes its last chunk (the runner reports the exit before its final
 # flush); a lost one does not: its runner lost the lease, and what it sends is refused.

@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from board.models import Task
+from board.resume import ResumeState, session_resume
 from board.services import task_claim, task_complete, task_fail, task_release
 from config.actors import Actor
 from config.api.errors import LEASE_LOST, DomainError
@@ -35,7 +36,6 @@ from runners.models import Run
 from runners.services import RUN_TRANSITIONS, run_may_drive, run_refuse_stale, run_transition
 from sessions_app.keys import api_key_cache_clear, api_key_create
 from sessions_app.models import AgentApiKey, AgentSession
-from sessions_app.selectors import ResumeState, session_resume
 from sessions_app.services import ALLOWED_TRANSITIONS, milestone_record, session_open, session_transition
 
 S = Run.Status

@@ -8,7 +8,7 @@ sync-to-db), and the workspace's ``workbench_activity/`` files are artifacts wit
 download; neither is "the session's log".
 
 Logs can be large and keep growing, so nothing here reads more than one capped chunk: the file
-is opened once (through ``workspaces.files.safepaths``, never following a symlink), its size taken
+is opened once (through ``config.safepaths``, never following a symlink), its size taken
 from the descriptor, and at most ``limit`` bytes read with ``pread`` from the offset.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from django.conf import settings
 
 from config.api.errors import DomainError
+from config.safepaths import UnsafePath, clean_relative, open_file_beneath
 from sessions_app.models import AgentSession
-from workspaces.files.safepaths import UnsafePath, clean_relative, open_file_beneath
 
 LOG_FOLDER = "orchestrator-sessions"
 DEFAULT_CHUNK = 64 * 1024

@@ -1,21 +1,14 @@
 """Reads shared by the API, the pages and the admin. Every request path goes through
 a scoped lookup here, never an unscoped ``.objects.get``."""
 
-from dataclasses import dataclass
 from functools import cache
 
 from django.db import connection
 from django.db.models import Q, QuerySet
-from django.utils import timezone
 
-from board.models import Task
 from config.actors import Actor
 from config.api.errors import DomainError
-from ledger.models import ToolInvocation
-from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
-from workspaces.models import Worktree
-
-RESUME_MILESTONES = 20
+from sessions_app.models import Agent, AgentSession, StreamEvent
 
 
 def session_get_for_actor(*, actor: Actor, session_id: str, for_update: bool = False) -> AgentSession:
@@ -95,53 +88,6 @@ def stream_events_after(*, session: AgentSession, after_seq: int, limit: int) ->
     """Events with seq > after_seq, in order, and whether more follow."""
     rows = list(StreamEvent.objects.filter(session=session, seq__gt=after_seq).order_by("seq")[: limit + 1])
     return rows[:limit], len(rows) > limit
-
-
-@dataclass
-class ResumeState:
-    session: AgentSession
-    checkpoint: Checkpoint | None
-    open_tool_calls: list[ToolInvocation]
-    milestones: list[Milestone]
-    claimed_tasks: list
-    claimed_worktrees: list
-    last_event_seq: int
-
-
-def session_resume(*, session: AgentSession) -> ResumeState:
-    """What a restarted agent picks up. Open tool calls include its subagents' (child sessions and
-    theirs: a Claude Code subagent's calls are in a session of its own, see the hook). Worktree
-    claims belong to the agent, not the session: the ones listed are those whose lease has not
-    expired (a lapsed one may already be someone else's)."""
-    checkpoint = Checkpoint.objects.filter(session=session).order_by("-seq").first()
-    # One query: the session, its children and grandchildren (subagents don't nest deeper).
-    tree = Q(session=session) | Q(session__parent=session) | Q(session__parent__parent=session)
-    open_calls = list(
-        ToolInvocation.objects.filter(tree, status=ToolInvocation.Status.RUNNING).order_by("started_at", "id")
-    )
-    milestones = list(Milestone.objects.filter(session=session).order_by("-created_at", "-id")[:RESUME_MILESTONES])
-    milestones.reverse()
-    claimed = list(
-        Task.objects.filter(assignee_id=session.agent_id, status=Task.Status.IN_PROGRESS, session=session).order_by(
-            "id"
-        )
-    )
-    worktrees = list(
-        Worktree.objects.filter(
-            holder_id=session.agent_id, status=Worktree.Status.ACTIVE, lease_expires_at__gte=timezone.now()
-        )
-        .select_related("repository", "holder")
-        .order_by("id")
-    )
-    return ResumeState(
-        session=session,
-        checkpoint=checkpoint,
-        open_tool_calls=open_calls,
-        milestones=milestones,
-        claimed_tasks=claimed,
-        claimed_worktrees=worktrees,
-        last_event_seq=session.last_event_seq,
-    )
 
 
 def session_question(*, session: AgentSession) -> StreamEvent | None:

@@ -12,16 +12,23 @@ from django.utils import timezone
 
 from config.actors import Actor
 from config.api.errors import DomainError
+from config.domain_events import domain_event_record
 from config.idempotency import IncomingItem, ItemResult, resolve_replays
 from config.single_statement import single_statement_atomic
-from ledger.events import event_record
 from sessions_app import selectors
 from sessions_app.event_sql import stream_event_insert_one, stream_events_insert_batch
 from sessions_app.live import session_push
 from sessions_app.liveness import agent_alive
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
-from sessions_app.session_hooks import agent_alive_hooks_run, session_status_changed, session_task_gates_run
-from workspaces.files.services import workspace_create_for_session, workspace_discard_empty, workspace_shared
+from sessions_app.permission_requests import waiting_question_summary
+from sessions_app.session_hooks import (
+    agent_alive_hooks_run,
+    session_status_changed,
+    session_task_gates_run,
+    session_workspace_create,
+    session_workspace_discard_empty,
+    session_workspace_shared,
+)
 
 Status = AgentSession.Status
 
@@ -103,10 +110,10 @@ def session_open(
     try:
         with transaction.atomic():
             if workspace_kind == "shared":
-                workspace = workspace_shared()
+                workspace = session_workspace_shared()
             else:
                 # The folder name is the server's: a client-chosen id never becomes a path.
-                workspace = workspace_create_for_session(folder_name=session_id if generated else None)
+                workspace = session_workspace_create(folder_name=session_id if generated else None)
             session = AgentSession.objects.create(
                 workspace=workspace,
                 id=session_id,
@@ -123,7 +130,7 @@ def session_open(
                 started_at=now,
                 last_heartbeat_at=now,
             )
-            event_record(
+            domain_event_record(
                 name="session.started",
                 subject_type="session",
                 subject_id=session.pk,
@@ -133,7 +140,7 @@ def session_open(
     except IntegrityError:
         # Another request opened the same id between our look and our insert.
         if workspace is not None and workspace.kind == "session":
-            workspace_discard_empty(workspace=workspace)
+            session_workspace_discard_empty(workspace=workspace)
         existing = AgentSession.objects.filter(pk=session_id).first()
         if existing is None:
             raise
@@ -194,10 +201,8 @@ def session_transition(
     change = {"from": previous, "to": status, "reason": reason[:500]}
     if status == Status.WAITING_FOR_INPUT:
         # Webhooks (a person's phone) say what is asked: the question, and the tool for a permission.
-        from sessions_app.permission_requests import waiting_question_summary
-
         change.update(waiting_question_summary(session=session))
-    event_record(
+    domain_event_record(
         name="session.ended" if session.ended_at else "session.status_changed",
         subject_type="session",
         subject_id=session.pk,

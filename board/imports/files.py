@@ -1,6 +1,6 @@
 """Reading the import folders (REPORTS_DIR, TASK_DEFS_DIR) safely.
 
-A file name comes from a person or an agent, so it goes through ``workspaces.files.safepaths``: only a
+A file name comes from a person or an agent, so it goes through ``config.safepaths``: only a
 plain name of a regular file directly in the folder, with the expected extension, is opened, and
 it is opened beneath the folder without following symlinks. Nothing here writes.
 """
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from config.api.errors import DomainError
-from workspaces.files.safepaths import UnsafePath, clean_relative, open_file_beneath
+from config.safepaths import UnsafePath, clean_relative, open_file_beneath
 
 MAX_IMPORT_BYTES = 1024 * 1024  # far above any hand-written priority file or campaign definition
 

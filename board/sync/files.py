@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from board.models import SyncedFile
-from workspaces.files.safepaths import UnsafePath, clean_relative, open_file_beneath
+from config.safepaths import UnsafePath, clean_relative, open_file_beneath
 
 SESSION_DIR_RE = re.compile(r"^session-[A-Za-z0-9][A-Za-z0-9_-]{0,119}$")
 AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")

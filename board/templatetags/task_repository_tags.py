@@ -1,7 +1,7 @@
 """The repository part of a task's panel, included by templates/board/_detail.html.
 
 An inclusion tag so that the panel's views need not know about it: the part reads what it shows
-itself (one query), and board/pages/task_repository_views.py renders the same partial after a change.
+itself (one query), and composition/board_pages/task_repository_views.py renders the same partial after a change.
 """
 
 from django import template

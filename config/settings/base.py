@@ -69,8 +69,15 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+# The websocket routes, by name as ROOT_URLCONF (config/asgi.py): the kernel imports no app.
+WEBSOCKET_URLCONF = "composition.routing.websocket_urlpatterns"
 WSGI_APPLICATION = None
 ASGI_APPLICATION = "config.asgi.application"
+# Called by config/asgi.py when a web process starts (not by commands or workers), in order.
+WEB_STARTUP = [
+    # Temporaries of uploads cut short when the last web process died: swept in a thread.
+    "workspaces.files.upload_parts.upload_parts_sweep_in_background",
+]
 
 TEMPLATES = [
     {

@@ -2,11 +2,11 @@ import json
 
 from rest_framework import serializers
 
+from board.api.resume_serializers import ResumeOutput
 from config.api.fields import StrictSerializer
 from config.api.parsers import INT64_MAX
 from config.api.redacted_fields import RedactedCharField
 from runners.models import Run, Runner
-from sessions_app.api.views import ResumeOutput
 from workspaces.models import Repository
 
 PROVIDER_PATTERN = r"^[A-Za-z0-9._-]{1,64}\Z"

@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from board import selectors as board_selectors
+from board.api.resume_serializers import resume_body
 from board.services import require_orchestrator
 from config.api.errors import DomainError
 from config.api.fields import StrictSerializer
@@ -21,7 +22,6 @@ from runners.heartbeat import runner_heartbeat
 from runners.identities import runner_for_actor
 from runners.log_shipping import run_log_append
 from runners.run_lifecycle import run_report
-from sessions_app.api.views import resume_body
 from workspaces.api.worktree_serializers import WorktreeOutput
 from workspaces.files.uploads import read_chunks
 from workspaces.worktrees import selectors as worktree_selectors

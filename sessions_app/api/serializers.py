@@ -9,10 +9,18 @@ from config.api.fields import HTTP_URL_OR_EMPTY, AwareDateTimeField, ClientIdFie
 from config.api.redacted_fields import RedactedCharField, RedactedDictField, RedactedJSONField
 from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, StreamEvent
 from sessions_app.services import SESSION_ID_RE
-from workspaces.api.serializers import WorkspaceOutput
 
 
 # --- output -----------------------------------------------------------------------------
+# A session's workspace as its output nests it: the same JSON as workspaces' WorkspaceOutput, declared
+# here because sessions_app sits below workspaces (the layers in pyproject) and may not import it.
+class SessionWorkspaceOutput(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    kind = serializers.CharField(read_only=True)
+    path = serializers.CharField(source="root_path", read_only=True)
+    status = serializers.CharField(read_only=True)
+
+
 class AgentOutput(serializers.ModelSerializer):
     class Meta:
         model = Agent
@@ -25,7 +33,7 @@ class SessionOutput(serializers.ModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     parent = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     task = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
-    workspace = WorkspaceOutput(read_only=True, allow_null=True)
+    workspace = SessionWorkspaceOutput(read_only=True, allow_null=True)
 
     class Meta:
         model = AgentSession

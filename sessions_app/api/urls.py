@@ -8,7 +8,6 @@ urlpatterns = [
     path("sessions/<str:session_id>/", views.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/transition/", views.SessionTransitionView.as_view(), name="session-transition"),
     path("sessions/<str:session_id>/heartbeat/", views.SessionHeartbeatView.as_view(), name="session-heartbeat"),
-    path("sessions/<str:session_id>/resume/", views.SessionResumeView.as_view(), name="session-resume"),
     path("sessions/<str:session_id>/events/", views.SessionEventsView.as_view(), name="session-events"),
     path("sessions/<str:session_id>/checkpoints/", views.SessionCheckpointsView.as_view(), name="session-checkpoints"),
     path("sessions/<str:session_id>/milestones/", views.SessionMilestonesView.as_view(), name="session-milestones"),

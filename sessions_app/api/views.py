@@ -6,17 +6,14 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from board.api.serializers import TaskOutput
 from config.api.errors import DomainError
 from config.api.permissions import ANY_SCOPE
 from config.api.schema import one_or_batch, one_or_batch_output
 from config.api.views import actor_from_request, incoming_items, validate_input, write_response
 from config.idempotency import IncomingItem, canonical_sha256
-from ledger.api.serializers import ToolCallOutput
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s
 from sessions_app.api.fast import stream_event_fast_validate, stream_event_render
-from workspaces.api.worktree_serializers import WorktreeOutput
 
 BATCH_DOC = (
     "Send one object, or a list of at most 1,000 (a batch). A batch answers 201 when all are stored, "
@@ -89,42 +86,6 @@ class SessionHeartbeatView(APIView):
     def post(self, request, session_id: str):
         session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
         return Response(s.SessionOutput(services.session_heartbeat(session=session)).data)
-
-
-class ResumeOutput(serializers.Serializer):
-    session = s.SessionOutput()
-    status = serializers.CharField()
-    checkpoint = s.CheckpointOutput(allow_null=True)
-    open_tool_calls = ToolCallOutput(
-        many=True,
-        help_text="Running tool calls of the session and of its subagents (child sessions, two levels); "
-        "each names its session.",
-    )
-    milestones = s.MilestoneOutput(many=True)
-    claimed_tasks = TaskOutput(many=True)
-    claimed_worktrees = WorktreeOutput(many=True, help_text="Worktrees this agent holds on a lease not yet expired.")
-    last_event_seq = serializers.IntegerField()
-
-
-class SessionResumeView(APIView):
-    @extend_schema(responses=ResumeOutput, summary="What a restarted agent needs to pick up where it stopped")
-    def get(self, request, session_id: str):
-        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
-        return Response(resume_body(selectors.session_resume(session=session)))
-
-
-def resume_body(state: selectors.ResumeState) -> dict:
-    """ResumeOutput's body; a runner's start answer carries it too (runners/api/views.py)."""
-    return {
-        "session": s.SessionOutput(state.session).data,
-        "status": state.session.status,
-        "checkpoint": s.CheckpointOutput(state.checkpoint).data if state.checkpoint else None,
-        "open_tool_calls": ToolCallOutput(state.open_tool_calls, many=True).data,
-        "milestones": s.MilestoneOutput(state.milestones, many=True).data,
-        "claimed_tasks": TaskOutput(state.claimed_tasks, many=True).data,
-        "claimed_worktrees": WorktreeOutput(state.claimed_worktrees, many=True).data,
-        "last_event_seq": state.last_event_seq,
-    }
 
 
 class SessionEventsView(APIView):

@@ -7,8 +7,8 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.db import connection
 
+from composition.routing import websocket_urlpatterns
 from config.pages import ENGINEERS
-from config.routing import websocket_urlpatterns
 from sessions_app.models import AgentSession, StreamEvent
 from tests.factories import SessionFactory
 from tests.page_users import user_in

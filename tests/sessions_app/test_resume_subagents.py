@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions_app.selectors import session_resume
+from board.resume import session_resume
 from tests.factories import SessionFactory, ToolCallFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
+from composition.routing import websocket_urlpatterns
 from config.pages import ENGINEERS, PRODUCT_OWNERS
-from config.routing import websocket_urlpatterns
 from tests.factories import SessionFactory
 from tests.page_users import user_in
 

@@ -7,8 +7,8 @@ from urllib.parse import quote
 import pytest
 
 from ledger.models import Event
+from tests.config.test_safepaths import REFUSED
 from tests.factories import ToolCallFactory
-from tests.workspaces.test_safepaths import REFUSED
 from workspaces.models import Artifact, ArtifactVersion, Workspace
 
 pytestmark = pytest.mark.django_db

@@ -8,6 +8,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.conf import settings
+from django.utils.module_loading import import_string
 
 from workspaces.files import reconcile
 from workspaces.files.services import workspace_create_for_session
@@ -96,3 +98,9 @@ def test_the_start_up_sweep_runs_beside_start_up(folders):
 
     assert not sweep.is_alive()
     assert (stale.exists(), fresh.exists()) == (False, True)
+
+
+def test_a_web_process_starts_the_sweep():
+    """config/asgi.py calls each of settings.WEB_STARTUP by name: the sweep is one, and each imports."""
+    assert "workspaces.files.upload_parts.upload_parts_sweep_in_background" in settings.WEB_STARTUP
+    assert [import_string(name) for name in settings.WEB_STARTUP][0] is upload_parts_sweep_in_background

@@ -28,7 +28,7 @@ from typing import BinaryIO
 import zstandard
 
 from config.api.errors import DomainError
-from workspaces.files.safepaths import DIR_FLAGS, UnsafePath, clean_relative
+from config.safepaths import DIR_FLAGS, UnsafePath, clean_relative
 
 FORMAT = "switchyard-archive/1"
 CHUNK = 1024 * 1024

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from config.actors import Actor
 from config.api.errors import DomainError
+from config.safepaths import DIR_FLAGS
 from config.side_effects import enqueue_task
 from ledger.events import event_record
 from workspaces.archive.format import (
@@ -53,7 +54,6 @@ from workspaces.archive.services import (
     stored_manifest,
 )
 from workspaces.archive.storage import fsync_folder, glob_escape, stored_exists, stored_open
-from workspaces.files.safepaths import DIR_FLAGS
 from workspaces.models import Workspace
 
 WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -5,10 +5,11 @@ N is the workspace's ``retention_days`` when set, else ``ARCHIVE_AFTER_DAYS``. D
 - a **session** workspace with at least one session, every one of them ended, the last more
   than N days ago;
 - a **worktree** workspace whose worktree is active, unheld and has nobody queued for it, with
-  at least one task linked to it, every one done, the last finished more than N days ago, and
-  no open session linked to it. A task is linked through its session: a session opened in the
-  worktree's workspace, or one that named the worktree's branch and its repository (name or
-  path) when it was opened;
+  no open session linked to it, and whose work the apps above say is over: board's rule (board/
+  retention.py) wants at least one task linked to it, every one done, the last finished more than
+  N days ago. A task is linked through its session: a session opened in the worktree's workspace,
+  or one that named the worktree's branch and its repository (name or path) when it was opened.
+  With no rule registered no worktree is due;
 - any workspace a killed run left verified but not yet deleted (``archive_verified_at`` set
   while active): the next run finishes it.
 
@@ -21,12 +22,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Count, Exists, Max, OuterRef, Q
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from board.models import Task
 from sessions_app.models import AgentSession
 from workspaces.archive.services import archivable
+from workspaces.archive.worktree_rules import worktree_retention_conditions
 from workspaces.models import Workspace, Worktree, WorktreeClaimRequest
 
 
@@ -75,11 +75,10 @@ def _session_workspaces_due(retention: Q, cutoff: datetime) -> list[int]:
 
 
 def _worktree_workspaces_due(retention: Q, cutoff: datetime) -> list[int]:
-    linked_sessions = AgentSession.objects.filter(_works_on_the_worktree())
-    linked_tasks = Task.objects.filter(_works_on_the_worktree("session__"))
-    late = linked_tasks.annotate(ended=Coalesce("finished_at", "updated_at")).filter(
-        Q(ended__gte=cutoff) | ~Q(status=Task.Status.DONE)
-    )
+    conditions = worktree_retention_conditions(cutoff=cutoff)
+    if not conditions:
+        return []
+    linked_sessions = AgentSession.objects.filter(works_on_the_worktree())
     waiting = WorktreeClaimRequest.objects.filter(worktree=OuterRef("pk"), status=WorktreeClaimRequest.Status.WAITING)
     worktrees = (
         Worktree.objects.filter(
@@ -87,16 +86,17 @@ def _worktree_workspaces_due(retention: Q, cutoff: datetime) -> list[int]:
             holder__isnull=True,
             workspace__in=_candidates(retention, cutoff).filter(kind=Workspace.Kind.WORKTREE),
         )
-        .filter(Exists(linked_tasks), ~Exists(late), ~Exists(waiting))
+        .filter(*conditions, ~Exists(waiting))
         .filter(~Exists(linked_sessions.filter(ended_at__isnull=True)))
         .values_list("workspace_id", flat=True)
     )
     return [pk for pk in worktrees if pk is not None]
 
 
-def _works_on_the_worktree(session: str = "") -> Q:
-    """A session in the worktree's workspace, or on its branch of its repository (by name or path);
-    ``session`` prefixes the lookups for a query that reaches sessions through a relation."""
+def works_on_the_worktree(session: str = "") -> Q:
+    """A session in the worktree's workspace, or on its branch of its repository (by name or path),
+    as a filter inside a query on Worktree (``OuterRef``); ``session`` prefixes the lookups for a
+    query that reaches sessions through a relation (board/retention.py's tasks)."""
     branch = Q(**{f"{session}branch": OuterRef("branch")})
     return (
         Q(**{f"{session}workspace": OuterRef("workspace")})

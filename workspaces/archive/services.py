@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from config.actors import Actor
 from config.api.errors import DomainError
+from config.safepaths import DIR_FLAGS
 from config.side_effects import enqueue_task
 from ledger.events import event_record
 from sessions_app.models import AgentSession
@@ -59,7 +60,6 @@ from workspaces.archive.storage import (
     stored_parts_remove,
     stored_read,
 )
-from workspaces.files.safepaths import DIR_FLAGS
 from workspaces.models import Workspace, Worktree
 
 MANIFEST_SUFFIX = ".manifest.json"

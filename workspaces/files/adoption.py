@@ -9,7 +9,7 @@ from django.db import transaction
 
 from config.actors import Actor
 from config.api.errors import DomainError
-from workspaces.files.safepaths import UnsafePath, clean_relative, open_file_beneath
+from config.safepaths import UnsafePath, clean_relative, open_file_beneath
 from workspaces.files.services import SESSION_FOLDERS, artifact_record_version
 from workspaces.files.uploads import hash_fd
 from workspaces.models import Artifact, Workspace

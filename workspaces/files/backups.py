@@ -29,8 +29,8 @@ from django.db import transaction
 
 from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
+from config.safepaths import open_file_beneath, parent_descriptor
 from ledger.events import event_record
-from workspaces.files.safepaths import open_file_beneath, parent_descriptor
 from workspaces.files.uploads import CHUNK_BYTES, hash_fd
 from workspaces.models import ArtifactVersion, Workspace
 

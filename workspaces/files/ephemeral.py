@@ -20,8 +20,8 @@ from django.conf import settings
 
 from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
+from config.safepaths import UnsafePath, clean_relative, root_descriptor
 from workspaces.files.reconcile import GONE, artifact_observe, signature
-from workspaces.files.safepaths import UnsafePath, clean_relative, root_descriptor
 from workspaces.files.uploads import hash_fd
 from workspaces.models import Workspace
 

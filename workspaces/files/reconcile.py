@@ -29,8 +29,8 @@ from django.db.models import OuterRef, Subquery
 
 from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
+from config.safepaths import UnsafePath, clean_relative, open_file_beneath
 from workspaces.files.backups import BackupFailed, backup_present, backup_record, backup_staged, backup_wanted
-from workspaces.files.safepaths import UnsafePath, clean_relative, open_file_beneath
 from workspaces.files.services import SESSION_FOLDERS, artifact_record_version, workspace_shared
 from workspaces.files.uploads import hash_fd
 from workspaces.models import Artifact, ArtifactVersion, Workspace

@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from config.actors import Actor
 from config.api.errors import DomainError
+from config.safepaths import clean_relative, open_file_beneath, parent_descriptor, resolve_under_roots
 from ledger.events import event_record
 from ledger.models import Event, ToolInvocation
 from workspaces.files.backups import BackupFailed, artifact_version_backup, backup_wanted
-from workspaces.files.safepaths import clean_relative, open_file_beneath, parent_descriptor, resolve_under_roots
 from workspaces.files.uploads import StagedFile, staged_file
 from workspaces.models import Artifact, ArtifactVersion, Workspace
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from django.core.handlers.asgi import ASGIRequest
 
 from config.api.errors import DomainError
-from workspaces.files.safepaths import UnsafePath, parent_descriptor
+from config.safepaths import UnsafePath, parent_descriptor
 
 CHUNK_BYTES = 1024 * 1024
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.api.errors import DomainError
-from workspaces.files.safepaths import UnsafePath, clean_relative, parent_descriptor
+from config.safepaths import UnsafePath, clean_relative, parent_descriptor
 from workspaces.models import Repository, Worktree
 
 # Never linked: a `.git` entry would replace the worktree's own link to its repository.

@@ -8,8 +8,8 @@ from django.views.decorators.http import require_GET, require_POST
 from board.cards import board_columns, board_labels
 from board.live import board_cards_render, board_seq_current, task_url_prefix
 from board.models import Task
-from board.pages.filters import BoardFilter
 from board.selectors import board_filter_choices, board_task_list, task_detail
+from composition.board_pages.filters import BoardFilter
 from config.actors import Actor
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from board.pages import board_views, import_views, task_repository_views
+from composition.board_pages import board_views, import_views, task_repository_views
 
 app_name = "board"
 

@@ -1,4 +1,6 @@
-"""Websocket routes. The board and session consumers join here (issue 5)."""
+"""Websocket routes: the board's and the session pages' consumers (issue 5). The websocket
+counterpart of config/urls.py, named by ``settings.WEBSOCKET_URLCONF`` as ROOT_URLCONF names that
+one; here in the top layer because it wires consumers of several apps."""
 
 from django.urls import re_path
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from workspaces.files.safepaths import (
+from config.safepaths import (
     UnsafePath,
     clean_relative,
     open_file_beneath,

@@ -1,0 +1,25 @@
+"""When a worktree's workspace may be archived, as far as apps above workspaces are concerned.
+
+A worktree's own state (active, unheld, nobody queued, no open session on it) is workspaces'; whether
+the work done in it is over is the board's (its tasks done long enough ago: board/retention.py).
+board registers that condition from ``AppConfig.ready()`` (workspaces may not import board: the
+layers in pyproject), the same pattern as sessions_app/session_hooks.py.
+"""
+
+from collections.abc import Callable
+from datetime import datetime
+
+from django.db.models import Q
+
+_rules: dict[str, Callable[..., Q]] = {}
+
+
+def worktree_retention_rule_register(*, name: str, rule: Callable[..., Q]) -> None:
+    """``rule(cutoff=...)`` returns a condition on Worktree rows (``OuterRef`` to the worktree) that
+    holds when its work ended before ``cutoff``. Registered by name: ``ready()`` may run more than once."""
+    _rules[name] = rule
+
+
+def worktree_retention_conditions(*, cutoff: datetime) -> list[Q]:
+    """Every registered condition for ``cutoff``; all must hold. None registered: no worktree is due."""
+    return [rule(cutoff=cutoff) for rule in _rules.values()]
