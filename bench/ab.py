@@ -98,6 +98,8 @@ def run_side(tree: Path, script: str, script_args: list[str], *, base: bool, out
         raise BenchError(f"{'base' if base else 'this tree'}: {script} exited {done.returncode}:\n{tail}")
     figures = {}
     for path in written_now:
+        if base:  # the base's tree is deleted afterwards: its result files are kept beside ours
+            (RESULTS_DIR / f"{path.stem}-base{path.suffix}").write_bytes(path.read_bytes())
         for figure in json.loads(path.read_text()).get("figures", []):
             figures[figure["name"]] = figure
     return figures

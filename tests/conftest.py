@@ -6,6 +6,7 @@ from ledger.webhooks import flag_memo_clear
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentApiKey
 from tests.factories import AgentFactory, SessionFactory, UserFactory
+from usage.budgets import budgets_exceeded_forget
 
 
 @pytest.fixture(autouse=True)
@@ -32,9 +33,11 @@ def file_roots(settings, tmp_path):
 
 @pytest.fixture(autouse=True)
 def _clear_cache():
-    # Throttle counters and the webhooks flag live in the cache; a test must not inherit another's.
+    # Throttle counters and the webhooks flag live in the cache, "no budget exceeded" in process
+    # memory (usage/budgets.py); a test must not inherit another's.
     cache.clear()
     flag_memo_clear()
+    budgets_exceeded_forget()
     yield
 
 

@@ -18,6 +18,7 @@ A day budget counts the current UTC day; its state from an earlier day counts as
 """
 
 import datetime as dt
+import time
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
@@ -33,6 +34,7 @@ from board.models import Task
 from board.services import require_board_editor
 from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
+from config.side_effects import after_commit
 from ledger.events import event_record
 from ledger.tool_use_gates import tool_use_gate_register
 from sessions_app.input_requests import session_answer_input
@@ -168,6 +170,8 @@ def budgets_evaluate(*, agent_id: int, task_ids: set[int]) -> list[str]:
                 continue
             # Once, however many exports race: the UPDATE changes the row for one of them only.
             if Budget.objects.filter(_stale(field, since), pk=budget.pk).update(**{field: now, "updated_at": now}):
+                if field == "exceeded_at":
+                    _budget_became_exceeded()
                 setattr(budget, field, now)
                 _budget_event(name, budget, spent=spent, actor=SYSTEM)
                 recorded.append(name)
@@ -235,11 +239,35 @@ def budget_reason(budget: Budget) -> str:
 
 
 # --- who is stopped ----------------------------------------------------------------------------------------
+# "No budget is exceeded", as this process last read it, is believed for NONE_EXCEEDED_MEMO_SECONDS.
+# Asked on every claim and every tool use, the query was a third of a claim's time in the server under
+# 32 agents (bench/README.md, "Against the commit before issue 14"). A budget this process marks exceeded
+# forgets the memo at once (and again after commit, so a reader between the write and the commit cannot
+# keep a stale "none"); one marked in another process stops claims and tool uses here within the memo's
+# second. Only "none" is memoised: any exceeded budget is read afresh, so a raise is seen at once.
+NONE_EXCEEDED_MEMO_SECONDS = 1.0
+_none_exceeded_until = [0.0]  # monotonic time until which "none exceeded" holds
+
+
+def budgets_exceeded_forget() -> None:
+    """Forget the memoised "none exceeded": call wherever a budget becomes exceeded."""
+    _none_exceeded_until[0] = 0.0
+
+
+def _budget_became_exceeded() -> None:
+    budgets_exceeded_forget()
+    after_commit(budgets_exceeded_forget)
+
+
 def budgets_exceeded(now: dt.datetime | None = None) -> list[Budget]:
     """Every budget exceeded now (the partial index budget_exceeded: usually none)."""
-    # Asked on every claim and every tool use: the bare EXISTS on the partial index costs a third
-    # of the full query's compile-and-run (0.6 against 2.0 ms), and usually answers "none".
+    if _none_exceeded_until[0] > time.monotonic():
+        return []
+    # The bare EXISTS on the partial index costs a third of the full query's compile-and-run (0.6
+    # against 2.0 ms), and usually answers "none".
+    started = time.monotonic()
     if not Budget.objects.filter(exceeded_at__isnull=False).exists():
+        _none_exceeded_until[0] = started + NONE_EXCEEDED_MEMO_SECONDS
         return []
     since = day_start(now)
     live = Q(exceeded_at__isnull=False) & ~Q(scope=Scope.DAY, exceeded_at__lt=since)
@@ -433,6 +461,8 @@ def _budget_state_refresh(*, actor: Actor, budget: Budget, name: str) -> None:
         (budget.warned_at if _is_set(budget, "warned_at", since) else now) if percent >= WARN_PERCENT else None
     )
     budget.save(update_fields=["warned_at", "exceeded_at", "updated_at"])
+    if budget.exceeded_at is not None:
+        _budget_became_exceeded()
     _budget_event(name, budget, spent=spent, actor=actor)
     if was_exceeded and budget.exceeded_at is None:
         _budget_event("budget.raised", budget, spent=spent, actor=actor)
