@@ -21,6 +21,9 @@ class CardExtra:
     # Where on the card: "top" (the badge row, after the board's own badges) or "body" (below the
     # card's agent and campaign).
     place: str = "body"
+    # What the annotations depend on besides the registry (e.g. today's date), if anything: the board
+    # builds its card query once per thread and builds it again when this value changes.
+    key: Callable[[], Any] | None = None
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -29,6 +32,7 @@ class CardExtra:
 
 _extras: dict[str, CardExtra] = {}
 _fields: tuple[str, ...] = ()
+_registrations = [0]
 
 
 def card_extra_register(*, extra: CardExtra) -> None:
@@ -36,6 +40,12 @@ def card_extra_register(*, extra: CardExtra) -> None:
     global _fields
     _extras[extra.name] = extra
     _fields = tuple(name for item in _extras.values() for name in item.fields)
+    _registrations[0] += 1
+
+
+def card_extras_key() -> tuple:
+    """Changes whenever the card query must be built again: an extra registered, or an extra's key moved."""
+    return (_registrations[0], *(extra.key() if extra.key else None for extra in _extras.values()))
 
 
 def card_extras() -> tuple[CardExtra, ...]:

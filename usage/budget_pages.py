@@ -78,7 +78,9 @@ def _level_name(task: Task, level: str) -> str:
 
 def card_budget_register() -> None:
     card_extra_register(
-        extra=CardExtra(name="budget", annotations=card_budget_annotations, template="usage/_card_budget.html")
+        extra=CardExtra(
+            name="budget", annotations=card_budget_annotations, template="usage/_card_budget.html", key=day_start
+        )
     )
 
 
