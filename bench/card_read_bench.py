@@ -23,7 +23,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=500, help="timed calls per round (default 500)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds; the median is reported (default 5)")
     args = parser.parse_args()
-    folder = tempfile.mkdtemp(prefix="switchyard-card-read-")
+    with tempfile.TemporaryDirectory(prefix="switchyard-card-read-") as folder:  # the database goes with it
+        measure(args, folder)
+
+
+def measure(args: argparse.Namespace, folder: str) -> None:
     os.environ.update(DJANGO_SETTINGS_MODULE="config.settings.local", DATABASE_URL=f"sqlite:///{folder}/db.sqlite3")
     os.environ.pop("REDIS_URL", None)
     sys.path.insert(0, str(ROOT))
