@@ -115,7 +115,9 @@ def compare(sides: dict[str, list[dict[str, dict]]]) -> list[dict]:
             p99s = [figures[name]["p99_ms"] for figures in runs if name in figures and figures[name].get("p99_ms")]
             row[side] = {"values": values, "median": statistics.median(values) if values else None}
             row[side]["p99_median"] = statistics.median(p99s) if p99s else None
-            row["unit"] = next((figures[name]["unit"] for figures in runs if name in figures), row.get("unit"))
+            row["unit"] = (
+                next((figures[name].get("unit") for figures in runs if name in figures), row.get("unit")) or ""
+            )
         base, ours = row["base"]["median"], row["this"]["median"]
         row["ratio"] = ours / base if base and ours else None
         rows.append(row)

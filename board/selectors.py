@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, QuerySet
 
 from board.card_extras import card_extra_annotations, card_extras_key
+from board.card_sql import card_annotations_compiled
 from board.models import Campaign, Task
 from config.api.errors import DomainError
 from ledger.models import Event, ToolInvocation
@@ -81,7 +82,9 @@ def board_task_list() -> QuerySet[Task]:
     (a push's card read took 12 ms of CPU against 2 before them, bench/README.md), so the queryset is
     built once per thread and handed out as a fresh copy (``.all()``: never evaluated itself), again
     whenever the extras or what they depend on (today's date for budgets) change. Per thread: a
-    queryset's expressions are not made to be compiled by two threads at once.
+    queryset's expressions are not made to be compiled by two threads at once. The extras' subqueries
+    are compiled once when it is built (board/card_sql.py): compiling them on every read cost more
+    than the rest of the read.
     """
     key = card_extras_key()
     built = getattr(_card_query, "built", None)
@@ -94,7 +97,7 @@ def _board_task_query() -> QuerySet[Task]:
     return (
         Task.objects.select_related("assignee", "campaign", "session")
         .only(*CARD_FIELDS)
-        .annotate(**card_extra_annotations())
+        .annotate(**card_annotations_compiled(card_extra_annotations()))
         .order_by("rank", "id")
     )
 

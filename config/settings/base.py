@@ -115,6 +115,11 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
+    # Kept open between requests: opening one (the PRAGMAs above, Django's SQL functions) cost
+    # ~0.4 ms, twice per board move (its answer and its push). Request threads are pooled
+    # (config/speed/request_threads.py), so the connections are reused, not piled up; one a thread
+    # leaves behind closes with it. (PostgreSQL has a process-wide pool instead: config/env.py.)
+    DATABASES["default"]["CONN_MAX_AGE"] = 600
     # SQLite creates the file but not its folder; a fresh checkout has no var/ yet.
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
