@@ -8,7 +8,8 @@ then: a page rendered before the change that joins after it sees the gap at its 
 
 The writer's side is cheap on purpose, because it runs on the API's hot paths: no SQL; with
 Redis, the INCR and the count of the group's members share one round trip; with the in-memory
-layer (the embedded default, one process) an in-process counter.
+layer (the embedded default, one process) an in-process counter, taken on the event loop as the
+message is handed to the layer, so one process's numbers reach its hub in order.
 
 Each process has one member of a topic's group, its ``LiveHub``: it receives every message once,
 puts messages back in number order, renders each once and writes it to every page of that topic
@@ -87,16 +88,32 @@ def _seq_next_and_joined(layer, topic: str) -> tuple[int, bool]:
 # --- Publishing (after commit) ----------------------------------------------------------------
 
 
+def _message(seq: int, payload: dict) -> dict:
+    # ``at``: when the change was committed and sent (epoch seconds), for latency figures.
+    return {"type": LIVE_MESSAGE, "id": uuid.uuid4().hex, "seq": seq, "at": time.time(), **payload}
+
+
 def _send(topic: str, payload: dict) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
+    if not settings.REDIS_URL and group_members_key(layer, topic) is None:
+        # One process, one in-memory layer: the number is taken on the event loop, as the message
+        # is handed to the layer, so numbers reach the hub in order. Taken here, in the request's
+        # thread, a thread switched out between the number and the send let a later number arrive
+        # first; the hub held it 50 ms, then every page saw a gap and refetched the board.
+        async_to_sync(_send_numbered_on_loop)(layer, topic, payload)
+        return
     seq, joined = _seq_next_and_joined(layer, topic)
     if not joined:
         return
-    # ``at``: when the change was committed and sent (epoch seconds), for latency figures.
-    message = {"type": LIVE_MESSAGE, "id": uuid.uuid4().hex, "seq": seq, "at": time.time(), **payload}
-    async_to_sync(layer.group_send)(topic, message)
+    async_to_sync(layer.group_send)(topic, _message(seq, payload))
+
+
+async def _send_numbered_on_loop(layer, topic: str, payload: dict) -> None:
+    with _local_seqs_lock:  # no await inside: held for a moment, never across a switch of the loop
+        seq = _local_seqs[topic] = _local_seqs.get(topic, 0) + 1
+    await layer.group_send(topic, _message(seq, payload))
 
 
 def publish(topic: str, payload: dict) -> None:
