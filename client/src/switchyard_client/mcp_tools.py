@@ -11,7 +11,7 @@ Where the agent keeps its session and its open question between calls is the tra
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
 import anyio
@@ -194,6 +194,8 @@ class Agent:
 # How a tool finds its agent: the stdio server has one; the web app builds one per call from the
 # request's headers (its key). ``close`` after the call, for an agent made for that call only.
 AgentFor = Callable[[Mapping[str, str] | None], Agent]
+# A tool's body run for the calling agent (off the event loop), as _tool_runner makes it.
+Run = Callable[..., Awaitable[CallToolResult]]
 
 
 def _result(summary: str, obj: Any) -> CallToolResult:
@@ -226,7 +228,15 @@ def build_tools_server(agent_for: AgentFor, *, closes_agent: bool = False) -> MC
     """An ``MCPServer`` with every Switchyard tool; ``agent_for`` gives the agent of a call (from the
     HTTP request's headers, or None over stdio). ``closes_agent``: close its client after the call."""
     server = MCPServer("switchyard", instructions=INSTRUCTIONS)
+    run = _tool_runner(agent_for, closes_agent=closes_agent)
+    _task_tools(server, run)
+    _session_tools(server, run)
+    _worktree_tools(server, run)
+    _question_tools(server, run)
+    return server
 
+
+def _tool_runner(agent_for: AgentFor, *, closes_agent: bool) -> Run:
     async def run(ctx: Context, work: Callable[[Agent], CallToolResult], *, deliver_answer: bool = True):
         """Run a blocking client call off the event loop (an ask waits minutes: never on the loop);
         an answer that arrived since the last call goes first in the text."""
@@ -250,6 +260,12 @@ def build_tools_server(agent_for: AgentFor, *, closes_agent: bool = False) -> MC
             return result
 
         return await anyio.to_thread.run_sync(blocking)
+
+    return run
+
+
+def _task_tools(server: MCPServer, run: Run) -> None:
+    """Claiming, completing and failing tasks."""
 
     @server.tool()
     async def claim_next_task(ctx: Context, campaign: int | None = None) -> Annotated[CallToolResult, ClaimOut]:
@@ -284,6 +300,10 @@ def build_tools_server(agent_for: AgentFor, *, closes_agent: bool = False) -> MC
             return _result(_task_summary(task), task)
 
         return await run(ctx, work)
+
+
+def _session_tools(server: MCPServer, run: Run) -> None:
+    """The agent's session: progress, milestones, checkpoints and files."""
 
     @server.tool()
     async def report_progress(ctx: Context, message: str) -> Annotated[CallToolResult, EventOut]:
@@ -337,6 +357,10 @@ def build_tools_server(agent_for: AgentFor, *, closes_agent: bool = False) -> MC
 
         return await run(ctx, work)
 
+
+def _worktree_tools(server: MCPServer, run: Run) -> None:
+    """Git worktrees: claiming and releasing."""
+
     @server.tool()
     async def claim_worktree(
         ctx: Context, worktree_id: int, wait: bool = False
@@ -359,6 +383,10 @@ def build_tools_server(agent_for: AgentFor, *, closes_agent: bool = False) -> MC
             return _result(f"Worktree #{worktree['id']} released; it is {worktree['status']}.", worktree)
 
         return await run(ctx, work)
+
+
+def _question_tools(server: MCPServer, run: Run) -> None:
+    """Questions to the product owner and their answers."""
 
     @server.tool()
     async def ask_product_owner(
@@ -389,5 +417,3 @@ def build_tools_server(agent_for: AgentFor, *, closes_agent: bool = False) -> MC
             return _result(_answer_summary(out), out.model_dump())
 
         return await run(ctx, work, deliver_answer=False)
-
-    return server
