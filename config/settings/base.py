@@ -325,6 +325,10 @@ SPECTACULAR_SETTINGS = {
         "WorktreeStatusEnum": "workspaces.models.Worktree.Status",
         "RunStatusEnum": "runners.models.Run.Status",
         "RunnerStatusEnum": "runners.models.Runner.Status",
+        # A workspace's kind and status appear in workspaces' WorkspaceOutput and sessions_app's
+        # SessionWorkspaceOutput (the same JSON): one enum each, under their long-standing names.
+        "WorkspaceOutputKindEnum": "workspaces.models.Workspace.Kind",
+        "WorkspaceOutputStatusEnum": "workspaces.models.Workspace.Status",
     },
 }
 

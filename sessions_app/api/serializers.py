@@ -12,13 +12,17 @@ from sessions_app.services import SESSION_ID_RE
 
 
 # --- output -----------------------------------------------------------------------------
-# A session's workspace as its output nests it: the same JSON as workspaces' WorkspaceOutput, declared
-# here because sessions_app sits below workspaces (the layers in pyproject) and may not import it.
-class SessionWorkspaceOutput(serializers.Serializer):
-    id = serializers.IntegerField(read_only=True)
-    kind = serializers.CharField(read_only=True)
+# A session's workspace as its output nests it: the same JSON and schema as workspaces' WorkspaceOutput.
+# sessions_app sits below workspaces (the layers in pyproject) and may not import its model, so the
+# model is the one the session's foreign key points at (resolved once the apps are loaded, before any
+# serializer module is imported): its field choices give the schema its enums.
+class SessionWorkspaceOutput(serializers.ModelSerializer):
     path = serializers.CharField(source="root_path", read_only=True)
-    status = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = AgentSession._meta.get_field("workspace").related_model
+        fields = ["id", "kind", "path", "status"]
+        read_only_fields = fields
 
 
 class AgentOutput(serializers.ModelSerializer):
