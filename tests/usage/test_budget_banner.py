@@ -18,10 +18,10 @@ from board.cards import card_html
 from board.models import Task
 from board.selectors import board_task_list
 from config.asgi import application
-from sessions_app.models import AgentSession
 from tests.board.board_helpers import product_owner
-from tests.factories import AgentFactory, CampaignFactory, SessionFactory, TaskFactory
+from tests.factories import AgentFactory, CampaignFactory, TaskFactory
 from tests.usage import payloads as p
+from tests.usage.budget_helpers import budget_for, work_session
 from usage.models import Budget
 
 Scope = Budget.Scope
@@ -50,21 +50,7 @@ def _usage(client, *, tokens: int, sequence: int) -> None:
 
 @pytest.fixture
 def work(agent):
-    task = TaskFactory(
-        title="Ship it", campaign=CampaignFactory(name="Launch"), status=Task.Status.IN_PROGRESS, assignee=agent
-    )
-    return SessionFactory(agent=agent, id=SID, task=task, status=AgentSession.Status.RUNNING)
-
-
-def _budget(level: str, work: AgentSession, **limits) -> Budget:
-    targets = {
-        "task": {"scope": Scope.TASK, "task": work.task},
-        "campaign": {"scope": Scope.CAMPAIGN, "campaign": work.task.campaign},
-        "agent": {"scope": Scope.AGENT, "agent": work.agent},
-        "day": {"scope": Scope.DAY},
-        "agent-day": {"scope": Scope.DAY, "agent": work.agent},
-    }
-    return Budget.objects.create(**targets[level], **limits)
+    return work_session(agent, session_id=SID)
 
 
 def _card(task: Task) -> str:
@@ -80,7 +66,7 @@ def _banner(html: str) -> list[str]:
 @pytest.mark.django_db
 @pytest.mark.parametrize("level", list(LEVELS))
 def test_each_level_shows_its_warning_then_its_exceeded_line(agent_client, work, level):
-    _budget(level, work, limit_tokens=1000)
+    budget_for(level, work, limit_tokens=1000)
     assert _banner(_card(work.task)) == [] and "card-budget" not in _card(work.task)
 
     _usage(agent_client, tokens=850, sequence=1)
@@ -92,10 +78,10 @@ def test_each_level_shows_its_warning_then_its_exceeded_line(agent_client, work,
 
 @pytest.mark.django_db
 def test_every_level_that_applies_has_its_line_exceeded_first(agent_client, work):
-    _budget("task", work, limit_tokens=1000)  # 90 %: warning
-    _budget("campaign", work, limit_tokens=800)  # exceeded
-    _budget("day", work, limit_tokens=5000)  # 18 %: nothing
-    _budget("agent-day", work, limit_tokens=900)  # exceeded
+    budget_for("task", work, limit_tokens=1000)  # 90 %: warning
+    budget_for("campaign", work, limit_tokens=800)  # exceeded
+    budget_for("day", work, limit_tokens=5000)  # 18 %: nothing
+    budget_for("agent-day", work, limit_tokens=900)  # exceeded
     _usage(agent_client, tokens=900, sequence=1)
 
     assert _banner(_card(work.task)) == [
@@ -108,8 +94,8 @@ def test_every_level_that_applies_has_its_line_exceeded_first(agent_client, work
 @pytest.mark.django_db
 def test_the_agents_and_the_days_budgets_show_on_the_work_under_way_only(agent, work):
     now = timezone.now()
-    _budget("agent", work, limit_tokens=10, warned_at=now, exceeded_at=now)
-    _budget("day", work, limit_tokens=10, warned_at=now)
+    budget_for("agent", work, limit_tokens=10, warned_at=now, exceeded_at=now)
+    budget_for("day", work, limit_tokens=10, warned_at=now)
     done = TaskFactory(title="Done earlier", status=Task.Status.DONE, assignee=agent)
     ready = TaskFactory(title="Next")
     someone_elses = TaskFactory(title="Theirs", status=Task.Status.IN_PROGRESS, assignee=AgentFactory(slug="codex-9"))
@@ -126,8 +112,8 @@ def test_the_agents_and_the_days_budgets_show_on_the_work_under_way_only(agent, 
 def test_the_campaigns_budget_shows_on_its_open_cards_and_a_day_of_yesterday_on_none(agent, work):
     now = timezone.now()
     yesterday = now - dt.timedelta(days=1)
-    _budget("campaign", work, limit_usd=1, warned_at=now, exceeded_at=now)
-    _budget("day", work, limit_usd=1, warned_at=yesterday, exceeded_at=yesterday)
+    budget_for("campaign", work, limit_usd=1, warned_at=now, exceeded_at=now)
+    budget_for("day", work, limit_usd=1, warned_at=yesterday, exceeded_at=yesterday)
     ready = TaskFactory(title="Next in it", campaign=work.task.campaign)
     done = TaskFactory(title="Shipped", campaign=work.task.campaign, status=Task.Status.DONE)
 
@@ -156,7 +142,7 @@ def test_names_in_the_banner_are_escaped(agent):
 def test_the_board_page_shows_the_banner_in_the_same_number_of_queries(client, agent, work, django_assert_num_queries):
     """The banner's levels are subqueries of the board's one card query: more cards, same queries."""
     now = timezone.now()
-    _budget("day", work, limit_tokens=10, warned_at=now, exceeded_at=now)
+    budget_for("day", work, limit_tokens=10, warned_at=now, exceeded_at=now)
     client.force_login(product_owner())
     client.get("/")  # warm: the session, the user's groups
 
@@ -188,7 +174,7 @@ def _cookie_for(user) -> tuple[bytes, bytes]:
 @pytest.mark.django_db(transaction=True)
 def test_the_warning_and_the_exceeding_are_pushed_to_an_open_board(agent_client, work):
     """The day budget (all agents): the export's transaction pushes the card with its new banner."""
-    _budget("day", work, limit_tokens=1000)
+    budget_for("day", work, limit_tokens=1000)
     cookie = _cookie_for(product_owner())
 
     async def scenario():

@@ -17,10 +17,11 @@ from config.pages import PRODUCT_OWNERS
 from ledger.models import Event, WebhookDelivery
 from ledger.webhooks import webhook_deliver, webhook_deliveries_create, webhook_subscribe
 from sessions_app.models import AgentSession, StreamEvent
-from tests.factories import AgentFactory, CampaignFactory, SessionFactory, TaskFactory
+from tests.factories import AgentFactory, SessionFactory, TaskFactory
 from tests.ledger.receiver import Receiver
 from tests.page_users import user_in
 from tests.usage import payloads as p
+from tests.usage.budget_helpers import LEVELS, budget_for, work_session
 from usage.models import Budget
 
 pytestmark = pytest.mark.django_db
@@ -49,25 +50,7 @@ def _budget_events(budget: Budget) -> list[str]:
 
 @pytest.fixture
 def work(agent):
-    """The agent's Claude Code session on a task of a campaign, in progress."""
-    task = TaskFactory(
-        title="Ship it", campaign=CampaignFactory(name="Launch"), status=Task.Status.IN_PROGRESS, assignee=agent
-    )
-    return SessionFactory(agent=agent, id=SID, task=task, status=AgentSession.Status.RUNNING)
-
-
-def _budget_for(level: str, session: AgentSession, **limits) -> Budget:
-    targets = {
-        "task": {"scope": Scope.TASK, "task": session.task},
-        "agent": {"scope": Scope.AGENT, "agent": session.agent},
-        "campaign": {"scope": Scope.CAMPAIGN, "campaign": session.task.campaign},
-        "day": {"scope": Scope.DAY},
-        "agent-day": {"scope": Scope.DAY, "agent": session.agent},
-    }
-    return Budget.objects.create(**targets[level], **limits)
-
-
-LEVELS = ["task", "agent", "campaign", "day", "agent-day"]
+    return work_session(agent, session_id=SID)
 
 
 # --- the model ------------------------------------------------------------------------------------------
@@ -138,9 +121,9 @@ def test_an_unknown_task_is_a_404_and_a_second_budget_a_409(staff_client):
 
 
 def test_an_agent_reads_the_budgets_that_apply_to_it_and_changes_none(agent_client, other_client, work):
-    own = _budget_for("agent", work, limit_tokens=1000)
+    own = budget_for("agent", work, limit_tokens=1000)
     others = Budget.objects.create(scope=Scope.AGENT, agent=other_client.agent, limit_tokens=5)
-    task_budget = _budget_for("task", work, limit_usd=3)
+    task_budget = budget_for("task", work, limit_usd=3)
 
     listed = agent_client.get("/api/v1/budgets/").json()
     assert sorted(b["id"] for b in listed) == sorted([own.pk, task_budget.pk])
@@ -160,7 +143,7 @@ def test_an_agent_reads_the_budgets_that_apply_to_it_and_changes_none(agent_clie
 # --- each level: warning at 80 %, exceeded at 100 %, once -------------------------------------------------------
 @pytest.mark.parametrize("level", LEVELS)
 def test_usage_by_otlp_warns_at_80_and_exceeds_at_100_percent_once(agent_client, work, level):
-    budget = _budget_for(level, work, limit_tokens=1000)
+    budget = budget_for(level, work, limit_tokens=1000)
 
     _usage(agent_client, tokens=700, sequence=1)
     assert _budget_events(budget) == []
@@ -189,7 +172,7 @@ def test_a_dollar_limit_counts_cost_and_usage_of_yesterday_is_not_todays(agent_c
 
 
 def test_another_agents_usage_counts_against_no_budget_of_this_agent(other_client, work):
-    budget = _budget_for("agent", work, limit_tokens=100)
+    budget = budget_for("agent", work, limit_tokens=100)
     SessionFactory(agent=other_client.agent, id="other-sess")
     _usage(other_client, tokens=5000, sequence=1, session_id="other-sess")
     assert _budget_events(budget) == []
@@ -197,7 +180,7 @@ def test_another_agents_usage_counts_against_no_budget_of_this_agent(other_clien
 
 # --- PreToolUse: the verdict and the wait -------------------------------------------------------------------
 def _exceed(level: str, work: AgentSession, agent_client) -> Budget:
-    budget = _budget_for(level, work, limit_tokens=100)
+    budget = budget_for(level, work, limit_tokens=100)
     _usage(agent_client, tokens=150, sequence=99)
     budget.refresh_from_db()
     assert budget.exceeded_at is not None
@@ -317,7 +300,7 @@ def test_budget_warning_is_delivered_to_a_webhook(agent_client, work, settings):
     receiver = Receiver()
     try:
         webhook_subscribe(url=receiver.url, secret="s3cret", event_names=["budget.warning"])
-        budget = _budget_for("task", work, limit_usd="0.05")
+        budget = budget_for("task", work, limit_usd="0.05")
         for n in range(1, 5):  # $0.04: 80 %
             _usage(agent_client, tokens=1, sequence=n)
         event = Event.objects.get(name="budget.warning")
@@ -342,7 +325,7 @@ def _card(task: Task) -> str:
 
 
 def test_the_card_shows_the_warning_then_the_exceeded_banner(agent_client, work):
-    budget = _budget_for("task", work, limit_tokens=1000)
+    budget = budget_for("task", work, limit_tokens=1000)
     assert "Budget" not in _card(work.task)
     _usage(agent_client, tokens=850, sequence=1)
     assert "Budget at 80 %" in _card(work.task)
