@@ -11,6 +11,8 @@ reason, what claim-next would skip.
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from config.extension_points import Hooks
+
 
 @dataclass(frozen=True)
 class ClaimRefusal:
@@ -33,18 +35,18 @@ class ClaimRefusal:
         return ""
 
 
-_gates: dict[str, Callable] = {}
+_gates = Hooks()
 
 
 def claim_gate_register(*, name: str, gate: Callable) -> None:
     """``gate(agent=...)`` answers a ClaimRefusal (reason, the ids it leaves alone and why) or None.
     Registered by name: ``ready()`` may run more than once."""
-    _gates[name] = gate
+    _gates.register(name=name, hook=gate)
 
 
 def claim_refusal(*, agent) -> ClaimRefusal | None:
     """What the registered gates refuse this agent, together (None: nothing)."""
-    found = [answer for gate in _gates.values() if (answer := gate(agent=agent)) is not None]
+    found = [answer for answer in _gates.call_each(agent=agent) if answer is not None]
     if not found:
         return None
     return ClaimRefusal(

@@ -9,13 +9,15 @@ no gate objects to costs the hook no extra round trip. An app registers its gate
 
 from collections.abc import Callable
 
-_gates: dict[str, Callable] = {}
+from config.extension_points import Hooks
+
+_gates = Hooks()
 
 
 def tool_use_gate_register(*, name: str, gate: Callable) -> None:
     """``gate(session=..., tool_name=...)`` answers a JSON-safe dict, or None when it has nothing to say.
     Registered by name: ``ready()`` may run more than once."""
-    _gates[name] = gate
+    _gates.register(name=name, hook=gate)
 
 
 def tool_use_verdicts(*, session, tool_name: str) -> dict:

@@ -12,11 +12,11 @@ from ledger.models import Event
 @pytest.fixture
 def no_writer(monkeypatch):
     # The module's one writer, put back as it was after the test (ledger's, in the running app).
-    monkeypatch.setattr(domain_events, "_writer", None)
+    monkeypatch.setattr(domain_events._writer, "_registered", None)
 
 
 def test_in_the_running_app_the_writer_is_ledgers_event_record():
-    assert domain_events._writer is event_record
+    assert domain_events._writer.get() is event_record
 
 
 @pytest.mark.django_db

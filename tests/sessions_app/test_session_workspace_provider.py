@@ -16,11 +16,11 @@ from workspaces.files.services import workspace_create_for_session, workspace_di
 @pytest.fixture
 def no_provider(monkeypatch):
     # The registered provider, put back as it was after the test (workspaces', in the running app).
-    monkeypatch.setattr(session_hooks, "_workspace_provider", {})
+    monkeypatch.setattr(session_hooks._workspace_provider, "_registered", None)
 
 
 def test_in_the_running_app_the_provider_is_workspaces_services():
-    assert session_hooks._workspace_provider == {
+    assert session_hooks._workspace_provider.get() == {
         "shared": workspace_shared,
         "create": workspace_create_for_session,
         "discard": workspace_discard_empty,

@@ -3,7 +3,7 @@
 A worktree's own state (active, unheld, nobody queued, no open session on it) is workspaces'; whether
 the work done in it is over is the board's (its tasks done long enough ago: board/retention.py).
 board registers that condition from ``AppConfig.ready()`` (workspaces may not import board: the
-layers in pyproject), the same pattern as sessions_app/session_hooks.py.
+layers in pyproject), the pattern of config/extension_points.py.
 """
 
 from collections.abc import Callable
@@ -11,15 +11,17 @@ from datetime import datetime
 
 from django.db.models import Q
 
-_rules: dict[str, Callable[..., Q]] = {}
+from config.extension_points import Hooks
+
+_rules = Hooks()
 
 
 def worktree_retention_rule_register(*, name: str, rule: Callable[..., Q]) -> None:
     """``rule(cutoff=...)`` returns a condition on Worktree rows (``OuterRef`` to the worktree) that
     holds when its work ended before ``cutoff``. Registered by name: ``ready()`` may run more than once."""
-    _rules[name] = rule
+    _rules.register(name=name, hook=rule)
 
 
 def worktree_retention_conditions(*, cutoff: datetime) -> list[Q]:
     """Every registered condition for ``cutoff``; all must hold. None registered: no worktree is due."""
-    return [rule(cutoff=cutoff) for rule in _rules.values()]
+    return _rules.call_each(cutoff=cutoff)
