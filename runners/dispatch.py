@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.actors import Actor
+from config.process_stop import process_stopping
 from runners.heartbeat import HELD, runner_seen, runs_to_cancel
 from runners.identities import run_agent_get_or_create
 from runners.models import Run, Runner
@@ -109,7 +110,8 @@ def runs_dispatch(*, actor: Actor, runner: Runner) -> list[Run]:
 def runner_next(*, actor: Actor, runner: Runner, wait: float) -> NextResult:
     """The long poll: answer at once with runs handed out or cancels pending, else look again every
     POLL_SECONDS, or at once when a run is queued in this process (runners/queue_wake.py), until
-    ``wait`` (capped by RUNNER_POLL_MAX_SECONDS) has passed, then answer empty.
+    ``wait`` (capped by RUNNER_POLL_MAX_SECONDS) has passed or the process is stopping
+    (config/process_stop.py), then answer empty.
     Runs outside any transaction, so each look sees what committed meanwhile."""
     deadline = time.monotonic() + max(0.0, min(wait, settings.RUNNER_POLL_MAX_SECONDS))
     runner_seen(runner=runner)  # a poll is a heartbeat too
@@ -118,7 +120,7 @@ def runner_next(*, actor: Actor, runner: Runner, wait: float) -> NextResult:
         runs = runs_dispatch(actor=actor, runner=runner)
         cancel = runs_to_cancel(runner=runner)
         left = deadline - time.monotonic()
-        if runs or cancel or left <= 0:
+        if runs or cancel or left <= 0 or process_stopping():
             return NextResult(runs=runs, cancel=cancel)
         queue_wait(seen, min(POLL_SECONDS, left))
         # What a heartbeat meanwhile changed (providers, labels, draining) applies to the next look.

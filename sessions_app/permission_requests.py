@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from config.api.errors import DomainError
+from config.process_stop import process_stopping
 from sessions_app.elicitations import is_elicitation_question
 from sessions_app.models import AgentSession, StreamEvent
 from sessions_app.selectors import session_question
@@ -83,14 +84,15 @@ def input_request_answer(*, question: StreamEvent) -> StreamEvent | None:
 
 def input_request_wait(*, question: StreamEvent, wait: float) -> InputRequestState:
     """The question and its answer: at once when answered, else after looking again every
-    POLL_SECONDS (or when woken) for up to ``wait`` seconds (capped at WAIT_MAX_SECONDS). Runs
+    POLL_SECONDS (or when woken) for up to ``wait`` seconds (capped at WAIT_MAX_SECONDS; less when
+    the process is stopping: config/process_stop.py). Runs
     outside any transaction, so each look sees what committed meanwhile."""
     deadline = time.monotonic() + max(0.0, min(wait, WAIT_MAX_SECONDS))
     while True:
         seen = _generation  # read before the look: an answer committed after it wakes the wait
         answer = input_request_answer(question=question)
         left = deadline - time.monotonic()
-        if answer is not None or left <= 0:
+        if answer is not None or left <= 0 or process_stopping():
             return InputRequestState(question=question, answer=answer)
         _answers_wait(seen, min(POLL_SECONDS, left))
 

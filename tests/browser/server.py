@@ -23,7 +23,9 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    def __init__(self, log_path: Path):
+    def __init__(self, log_path: Path, *, module: str = "uvicorn"):
+        # "uvicorn", or "config.http_server": the web child `manage.py serve` starts (same options).
+        self.module = module
         self.log_path = log_path
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -35,8 +37,8 @@ class ServerProcess:
             [
                 sys.executable,
                 "-m",
-                "uvicorn",
-                "config.asgi:application",
+                self.module,
+                *(["config.asgi:application"] if self.module == "uvicorn" else []),
                 "--host",
                 "127.0.0.1",
                 "--port",
