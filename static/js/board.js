@@ -346,5 +346,16 @@
     dragged = null;
   });
 
+  // --- A new day (UTC) -----------------------------------------------------------------------------
+  // Day budgets count per UTC day: the banner of yesterday's exceeded day budget goes at midnight,
+  // when nothing changes and so nothing is pushed. The board refetches its columns then (5 s after,
+  // so the server's day has turned too).
+  function refetchAtMidnight() {
+    const now = new Date();
+    const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1, 0, 0, 5);
+    window.setTimeout(() => { refetch(); refetchAtMidnight(); }, next - now.getTime());
+  }
+
   connect();
+  refetchAtMidnight();
 })();

@@ -1,5 +1,7 @@
 """The board in a real browser: moves by keyboard, buttons and drag, seen live on another screen."""
 
+import datetime as dt
+
 from playwright.sync_api import expect
 
 from board.models import Task
@@ -102,3 +104,23 @@ def test_the_panel_opens_and_the_phone_layout_scrolls(new_page, transactional_db
     phone = new_page(_po("pat"), width=390, height=844)
     expect(phone.locator("#column-backlog")).to_be_visible()
     screenshot(phone, "board_phone")
+
+
+def test_the_board_refetches_its_columns_after_midnight_utc(new_page, transactional_db):
+    # A day budget's banner belongs to its UTC day and nothing is pushed when the day turns: the page
+    # refetches then. Shown with a change made without a push (a bare UPDATE), seen only after midnight.
+    cards = _demo_board()
+    # Stamped an hour ago: the embedded task-table watch pushes rows stamped in the 5 s before it starts.
+    Task.objects.update(updated_at=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1))
+    page = new_page(_po("olivia"))
+    page.clock.install(time=dt.datetime(2026, 11, 27, 23, 59, 40, tzinfo=dt.UTC))
+    page.reload()
+    expect(page.locator("#board-live")).to_have_attribute("data-state", "live")
+    card = cards["Dark mode"]
+    Task.objects.filter(pk=card.pk).update(title="Dark mode, day two")  # no push: update() sends none
+
+    page.clock.run_for("00:15")  # 23:59:55: not yet
+    expect(page.locator(f"#task-{card.pk} .card-title")).to_have_text("Dark mode")
+    page.clock.run_for("00:15")  # 00:00:10: the midnight refetch has run
+
+    expect(page.locator(f"#task-{card.pk} .card-title")).to_have_text("Dark mode, day two")
