@@ -65,6 +65,14 @@ def live_seq_current(topic: str) -> int:
     return _local_seqs.get(topic, 0)
 
 
+def _local_seq_next(topic: str) -> int:
+    """The topic's next number in this process (no Redis). No await inside: on the event loop it is
+    taken for a moment, never across a switch of the loop."""
+    with _local_seqs_lock:
+        seq = _local_seqs[topic] = _local_seqs.get(topic, 0) + 1
+    return seq
+
+
 def _seq_next_and_joined(layer, topic: str) -> tuple[int, bool]:
     """The topic's next number, and whether anybody joined its group (True when the layer can't say)."""
     members = group_members_key(layer, topic)  # (Redis URL, key) of the group's members, or None
@@ -77,8 +85,7 @@ def _seq_next_and_joined(layer, topic: str) -> tuple[int, bool]:
             pipe.zcard(members[1])
         seq, *rest = pipe.execute()
     else:
-        with _local_seqs_lock:
-            seq = _local_seqs[topic] = _local_seqs.get(topic, 0) + 1
+        seq = _local_seq_next(topic)
     if members is None:
         return int(seq), True
     joined = rest[1] if shared else redis_client(members[0]).zcard(members[1])
@@ -111,9 +118,7 @@ def _send(topic: str, payload: dict) -> None:
 
 
 async def _send_numbered_on_loop(layer, topic: str, payload: dict) -> None:
-    with _local_seqs_lock:  # no await inside: held for a moment, never across a switch of the loop
-        seq = _local_seqs[topic] = _local_seqs.get(topic, 0) + 1
-    await layer.group_send(topic, _message(seq, payload))
+    await layer.group_send(topic, _message(_local_seq_next(topic), payload))
 
 
 def publish(topic: str, payload: dict) -> None:
