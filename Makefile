@@ -3,21 +3,30 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
-STAMP := $(VENV)/.installed
+# Two install stamps: serving needs only base.txt (and the client it names); tests, lint and the
+# benchmarks add the dev and test tools of local.txt on top.
+BASE_STAMP := $(VENV)/.installed-base
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint format migrate bench clean
+.PHONY: run test lint format migrate bench bench-report clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall only when a requirements file changed.
-$(STAMP): $(BIN)/python requirements/base.txt requirements/local.txt requirements/production.txt
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements/local.txt
-	@touch $(STAMP)
+# Reinstall only when a requirements file changed. pip's own upgrade is skipped: the Python 3.11
+# venv's pip installs these pins, and asking the index for a newer pip costs seconds on every setup.
+$(BASE_STAMP): $(BIN)/python requirements/base.txt client/pyproject.toml
+	@echo "installing what serving needs (requirements/base.txt)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/base.txt
+	@touch $(BASE_STAMP)
 
-migrate: $(STAMP)
+$(DEV_STAMP): $(BASE_STAMP) requirements/local.txt
+	@echo "installing the test and lint tools (requirements/local.txt)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/local.txt
+	@touch $(DEV_STAMP)
+
+migrate: $(BASE_STAMP)
 	$(BIN)/python manage.py migrate --noinput
 
 # Web, Celery worker, beat, the file observer and a local runner as supervised children (manage.py serve).
@@ -31,19 +40,19 @@ run: migrate
 	$(BIN)/python manage.py setup_schedules
 	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT) --welcome-file $(WELCOME) --runner-config $(RUNNER_CONFIG)
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-format: $(STAMP)
+format: $(DEV_STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements/production.txt
 	$(BIN)/python bench/run.py
 

@@ -54,7 +54,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "workspaces.files.download_host.DownloadHostMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # WhiteNoise, with an async iterator for its files under ASGI (config/static_files.py).
+    "config.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Above CommonMiddleware: API paths get JSON errors, never an APPEND_SLASH redirect or an HTML page.
     "config.api.middleware.ApiJsonErrorsMiddleware",
