@@ -40,8 +40,12 @@ run: migrate
 	$(BIN)/python manage.py setup_schedules
 	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT) --welcome-file $(WELCOME) --runner-config $(RUNNER_CONFIG)
 
+# The suite over TEST_WORKERS pytest-xdist processes, a test file to a worker (its module-scoped servers
+# start once); TEST_WORKERS=0 runs it in this process. More workers than cores pay: most of a live test's
+# time is spent waiting on the processes it started.
+TEST_WORKERS ?= 3
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .

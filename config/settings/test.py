@@ -1,10 +1,34 @@
 """Settings for pytest. DATABASE_URL decides SQLite (default) or PostgreSQL."""
 
 import os
+from urllib.parse import urlsplit, urlunsplit
 
 from config.env import env_path, env_paths, env_str
 
-from .base import *  # noqa: F403
+
+def _xdist_worker_environment() -> None:
+    """Under pytest-xdist (``make test`` runs ``-n``), each worker process is a suite of its own:
+    its own TEST_DB_SUFFIX (databases, broker folders, file roots under var/) and, on Redis, its
+    own Redis database (the cache is cleared between tests, the channel layer's groups and the
+    Celery queue are shared by everything on one database). Written to the environment before the
+    base settings read it, so the processes a test starts (workers, servers, runners) inherit the
+    same; done once, so a child that still sees PYTEST_XDIST_WORKER adds nothing twice."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... set by pytest-xdist
+    suffix = os.environ.get("TEST_DB_SUFFIX", "")
+    if not worker or suffix.endswith(f"_{worker}"):
+        return
+    os.environ["TEST_DB_SUFFIX"] = f"{suffix}_{worker}"
+    redis_url = os.environ.get("REDIS_URL", "")
+    if redis_url:
+        # redis://host:port/15 -> /15 for gw0, /14 for gw1, ... (Redis has databases 0-15)
+        parts = urlsplit(redis_url)
+        number = int(parts.path.strip("/") or 0) - int(worker.removeprefix("gw"))
+        os.environ["REDIS_URL"] = urlunsplit(parts._replace(path=f"/{number % 16}"))
+
+
+_xdist_worker_environment()
+
+from .base import *  # noqa: E402, F403
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -23,8 +23,10 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    def __init__(self, log_path: Path, *, module: str = "uvicorn"):
-        # "uvicorn", or "config.http_server": the web child `manage.py serve` starts (same options).
+    def __init__(self, log_path: Path, *, module: str = "config.http_server"):
+        # The web child `manage.py serve` starts: uvicorn with the HTTP limits, whose stop tells the
+        # long polls in flight to answer (a runner's poll no longer holds a test's teardown for the
+        # 20 s of stop_process); or "uvicorn" itself (same options).
         self.module = module
         self.log_path = log_path
         self.port = free_port()

@@ -53,7 +53,7 @@ def test_a_wait_for_a_persons_answer_ends_unanswered_at_once_when_the_process_st
 @pytest.mark.django_db(transaction=True)
 def test_sigterm_to_the_web_child_ends_a_waiting_runner_poll_and_the_process_at_once(tmp_path):
     issued = runner_key_create(name="build-1")[1]
-    server = ServerProcess(tmp_path / "server.log", module="config.http_server").start()
+    server = ServerProcess(tmp_path / "server.log").start()
     answers: list[httpx.Response] = []
 
     def poll() -> None:
