@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format migrate bench clean
+.PHONY: run test lint format migrate bench bench-report clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
@@ -46,6 +46,10 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements/production.txt
 	$(BIN)/python bench/run.py
+
+# bench/README.md's table of figures, made from bench/figures.json (standard library only: any python3).
+bench-report:
+	python3 bench/report.py
 
 clean:
 	rm -rf $(VENV) var

@@ -24,9 +24,10 @@ class Aim:
     on: str = "value"
 
     def text(self) -> str:
+        op = "=" if self.op == "==" else self.op
         if self.on == "ratio":
-            return f"{self.op} {self.limit:,g} of raw"
-        return f"{self.op} {self.limit:,g} {self.unit}".rstrip()
+            return f"{op} {self.limit:,g} of raw"
+        return f"{op} {self.limit:,g} {self.unit}".rstrip()
 
     def met(self, value: float | None, ratio: float | None) -> bool:
         measured = ratio if self.on == "ratio" else value
