@@ -13,7 +13,7 @@ table, by name) and set side by side: the median of each side and this tree / ba
 speed drifts by the hour; alternating runs is what makes the two sides comparable.
 
 The script's own options go after ``--``; each tree runs its own copy of the script, so a figure
-the base did not have yet shows on one side only.
+the base did not have yet shows on one side only. No run of an A/B writes bench/figures.json.
 """
 
 from __future__ import annotations
