@@ -60,5 +60,9 @@ bench: $(DEV_STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements/production.txt
 	$(BIN)/python bench/run.py
 
+# bench/README.md's table of figures, made from bench/figures.json (standard library only: any python3).
+bench-report:
+	python3 bench/report.py
+
 clean:
 	rm -rf $(VENV) var

@@ -13,7 +13,7 @@ table, by name) and set side by side: the median of each side and this tree / ba
 speed drifts by the hour; alternating runs is what makes the two sides comparable.
 
 The script's own options go after ``--``; each tree runs its own copy of the script, so a figure
-the base did not have yet shows on one side only.
+the base did not have yet shows on one side only. No run of an A/B writes bench/figures.json.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 from harness import RESULTS_DIR, ROOT, BenchError, say, stamp  # noqa: E402
+from harness.figures import NO_RECORD_ENV  # noqa: E402
 from harness.report import num, table, write_json, written  # noqa: E402
 
 
@@ -83,6 +84,7 @@ def run_side(tree: Path, script: str, script_args: list[str], *, base: bool, out
     results = tree / "bench" / "results"
     before = set(results.glob("*.json")) if results.exists() else set()
     env = dict(os.environ)
+    env[NO_RECORD_ENV] = "1"  # an A/B's runs leave bench/figures.json as it is
     if base or tree.resolve() != ROOT.resolve():  # that tree's client, not this venv's editable one
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree / "client" / "src"), env.get("PYTHONPATH")]))
     command = [sys.executable, str(tree / "bench" / script), *script_args]

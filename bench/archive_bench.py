@@ -41,6 +41,7 @@ from pathlib import Path
 
 from harness import RESULTS_DIR, ROOT, report, say, stamp
 from harness.db import django_setup
+from harness.figures import Recorder, add_option
 
 AIM = 0.8
 
@@ -225,6 +226,7 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="Keep the work folder.")
+    add_option(parser)  # --no-record
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="archive-bench-"))
@@ -271,6 +273,7 @@ def run(args, workdir: Path) -> None:
         )
     }
     sizes = {}
+    recorder = Recorder("archive_bench.py", enabled=not args.no_record)
     for round_number in range(1, args.repeat + 1):
         say(f"round {round_number}/{args.repeat} (load {os.getloadavg()[0]:.1f})")
         tarball = workdir / "tar" / "workspace.tar.zst"
@@ -373,6 +376,10 @@ def run(args, workdir: Path) -> None:
     }
     path = report.write_json(RESULTS_DIR / f"archive-{when}.json", body)
     say(f"written {path.relative_to(ROOT)}")
+    mb = shape["bytes"] / 1e6  # as MB/s, so that ours / raw is tar's time / ours, the ratio above
+    recorder.record("archive.archive", mb / median["archive"], raw=mb / median["tar-c"])
+    recorder.record("archive.restore", mb / median["restore"], raw=mb / median["tar-x"])
+    say(recorder.note())
 
 
 if __name__ == "__main__":

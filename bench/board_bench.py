@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from harness import db, percentile  # noqa: E402 - bench/harness, beside this script
+from harness.catalogue import CATALOGUE  # noqa: E402
+from harness.figures import Recorder, add_option  # noqa: E402
 from harness.server import free_port, wait_for_healthz  # noqa: E402
 
 CARD_ID = re.compile(r'id=\\"task-(\d+)\\"')  # inside the JSON string: quotes escaped
@@ -291,7 +293,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=50)
     parser.add_argument("--lanes", type=int, default=3, help="concurrent movers (each waits for its answer)")
     parser.add_argument("--warmup", type=int, default=150, help="moves made first and not measured")
+    add_option(parser)  # --no-record
     args = parser.parse_args()
+    recorder = Recorder("board_bench.py", enabled=not args.no_record)
     (ROOT / "var").mkdir(exist_ok=True)
     say(
         f"database {os.environ['DATABASE_URL']}  channel layer {'redis' if os.environ.get('REDIS_URL') else 'in-memory'}"
@@ -300,9 +304,21 @@ def main() -> None:
     db.django_setup()
     parts = args.parts.split(",")
     if "push" in parts:
-        part_push(args.clients, args.changes, args.rate, args.lanes, args.warmup)
+        recorder.start()
+        push = part_push(args.clients, args.changes, args.rate, args.lanes, args.warmup)
+        # figures.json keeps the embedded default's push and the Redis layer's apart.
+        layer = "push_redis" if os.environ.get("REDIS_URL") else "push"
+        complete = {"no gap": push["gaps"] == 0, "no change missing": push["missing"] == 0}
+        recorder.record(f"board.{layer}.p50", push["commit_to_received_p50_ms"], conditions=complete)
+        recorder.record(f"board.{layer}.p99", push["commit_to_received_p99_ms"], conditions=complete)
     if "render" in parts:
-        part_render([int(size) for size in args.sizes.split(",")])
+        recorder.start()
+        rows = part_render([int(size) for size in args.sizes.split(",")])
+        if os.environ["DATABASE_URL"].startswith("sqlite"):  # the render figures are SQLite's
+            for row in rows:
+                if f"board.render.{row['tasks']}" in CATALOGUE:
+                    recorder.record(f"board.render.{row['tasks']}", row["p95_ms"])
+    say(recorder.note())
 
 
 if __name__ == "__main__":

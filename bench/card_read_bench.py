@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.figures import Recorder, add_option
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -22,12 +24,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=500, help="timed calls per round (default 500)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds; the median is reported (default 5)")
+    add_option(parser)  # --no-record
     args = parser.parse_args()
+    recorder = Recorder("card_read_bench.py", enabled=not args.no_record)
     with tempfile.TemporaryDirectory(prefix="switchyard-card-read-") as folder:  # the database goes with it
-        measure(args, folder)
+        recorder.record("board.card_read", measure(args, folder))
+    print(recorder.note())
 
 
-def measure(args: argparse.Namespace, folder: str) -> None:
+def measure(args: argparse.Namespace, folder: str) -> float:
     os.environ.update(DJANGO_SETTINGS_MODULE="config.settings.local", DATABASE_URL=f"sqlite:///{folder}/db.sqlite3")
     os.environ.pop("REDIS_URL", None)
     sys.path.insert(0, str(ROOT))
@@ -58,6 +63,7 @@ def measure(args: argparse.Namespace, folder: str) -> None:
         f"card read: board_cards(one task) {statistics.median(rounds):.2f} ms CPU per call "
         f"(rounds: {', '.join(f'{r:.2f}' for r in rounds)})"
     )
+    return statistics.median(rounds)
 
 
 if __name__ == "__main__":

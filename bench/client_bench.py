@@ -103,6 +103,10 @@ class ClientBench(foundation.Bench):
             target=f">= {TARGET_RATIO:.0%} of raw",
             passed=bool(ratio and ratio >= TARGET_RATIO and not errors),
         )
+        # The load from the start of the raw batch figure (its part_batch started the recorder).
+        self.recorder.record(
+            "client.throughput", events_per_s, raw=raw_events_per_s, conditions={"no client errors": not errors}
+        )
 
     def part_hook(self) -> None:
         calls = self.args.hook_calls
@@ -124,6 +128,7 @@ class ClientBench(foundation.Bench):
             return (time.perf_counter() - started) * 1000, done
 
         self.wait_for_quiet("hook")
+        self.recorder.start()
         floor = [timed([sys.executable, "-c", "pass"], {}, env)[0] for _ in range(30)]
         # --hook-baseline-src: another client's source tree (e.g. `git archive <commit> client/src`)
         # run on PYTHONPATH, ahead of this venv's, call for call interleaved with this one, each in
@@ -193,6 +198,8 @@ class ClientBench(foundation.Bench):
             target=f"p95 <= {TARGET_HOOK_P95_MS:g} ms (p95 {p95:.1f})",
             passed=p95 <= TARGET_HOOK_P95_MS and noisy == 0,
         )
+        quiet = {"nothing written to stderr": noisy == 0}
+        self.recorder.record("client.hook_p95", p95, raw=percentile(floor, 95), conditions=quiet)
 
     def run(self) -> int:
         self.check_services()
@@ -285,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             RESULTS_DIR / f"{bench.stamp}-client.json", {"figures": bench.figures, "details": bench.details}
         )
         report.written(out)
+    print(bench.recorder.note())
     return code
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from harness import ROOT, percentile, say
 from harness.db import database_name, drop_database_url, recreate_database_url
+from harness.figures import Recorder, add_option
 from harness.server import manage
 
 
@@ -268,7 +269,9 @@ def main() -> int:
     parser.add_argument("--no-raw", action="store_true", help="Skip the raw baseline.")
     parser.add_argument("--keep-db", action="store_true", help="Keep the database and folders for inspection.")
     parser.add_argument("--json", type=Path, help="Also write the results to this file.")
+    add_option(parser)  # --no-record
     args = parser.parse_args()
+    recorder = Recorder("observer_bench.py", enabled=not args.no_record)
 
     name = database_name(args.database_url)
     scratch = Path(tempfile.mkdtemp(prefix="observer-bench-"))
@@ -330,6 +333,18 @@ def main() -> int:
     report(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
+    intact = {"every backup reads back with its sha256": results["backups"]["sha256_mismatches"] == 0}
+    latency = results["latency"]
+    raw_p95 = results["raw_latency"]["p95_ms"] if "raw_latency" in results else None
+    recorder.record(
+        "observer.latency_p95",
+        latency["p95_ms"],
+        raw=raw_p95,
+        conditions={"no file missed": latency["missed"] == 0, **intact},
+    )
+    if "burst" in results:
+        recorder.record("observer.burst_missed", results["burst"]["missed"], conditions=intact)
+    print(recorder.note())
     ok = results["latency"]["missed"] == 0 and results.get("burst", {}).get("missed", 0) == 0
     return 0 if ok and results["backups"]["sha256_mismatches"] == 0 else 1
 

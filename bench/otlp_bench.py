@@ -47,12 +47,13 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
-from harness import RESULTS_DIR, ROOT, BenchError, percentile, report, say  # noqa: E402
+from harness import RESULTS_DIR, ROOT, BenchError, figures, percentile, report, say  # noqa: E402
 from harness.base import ServerBench  # noqa: E402
 from harness.load import CpuMeter, benchjson, cpu_summary  # noqa: E402
 from harness.server import Profiler, api_ok  # noqa: E402
 
 TARGET_RATIO = 0.5
+FIGURE_IDS = {"otlp-pb": "otlp.protobuf", "otlp-json": "otlp.json"}  # in bench/figures.json
 BATCH_EVENTS = 1000  # the baseline's batch size: run.py's "batch of 1,000"
 # Replaced in every request's body by a token of the same length (phase, client, sequence), so that no
 # two records sent in a run are alike. Same length: the protobuf's length prefixes stay right.
@@ -236,6 +237,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quiet-pct", type=float, default=25.0, help="machine busy percent that counts as idle")
     parser.add_argument("--keep-db", action="store_true", help="do not drop the database at the end")
     parser.add_argument("--loader-child", help=argparse.SUPPRESS)
+    figures.add_option(parser)
     args = parser.parse_args(argv)
     if args.loader_child:
         return args
@@ -394,6 +396,7 @@ class OtlpBench(ServerBench):
 
     def run(self) -> int:
         self.details["load_avg_start"] = os.getloadavg()
+        self.recorder.start()
         self.setup()
         for number in range(self.args.rounds):
             self.details.setdefault("busy_before_round_pct", []).append(self.wait_for_quiet(f"round {number + 1}"))
@@ -463,6 +466,8 @@ class OtlpBench(ServerBench):
                 # PostgreSQL and other people's jobs share the cores), steadier on a busy machine.
                 cpu_ratio=statistics.median(batch_cpu) / statistics.median(cpu) if cpu and batch_cpu else None,
             )
+            exact = {"stored = acknowledged": self.details["integrity"]["exact"]}
+            self.recorder.record(FIGURE_IDS[kind], ours, raw=raw, conditions=exact)
         self.add_figure(
             name=f"batch: {BATCH_EVENTS:,} events per POST, {self.args.clients} clients",
             unit="events/s",
@@ -584,6 +589,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         report.written(bench.write_json())
         report.missed_targets_note(code, bench.figures)
+    print(bench.recorder.note())
     return code
 
 

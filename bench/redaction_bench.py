@@ -8,11 +8,14 @@ events that hold a secret, and the whole mix, beside ``json.dumps`` of the same 
 batch path already spends on each one) as a yardstick from the same run.
 """
 
+import argparse
 import json
 import os
 import sys
 import time
 from pathlib import Path
+
+from harness.figures import Recorder, add_option
 
 # One event in ten holds a secret, one in three a word that makes the pre-check look closer.
 EVENT_MIX = [
@@ -30,6 +33,9 @@ EVENT_MIX = [
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_option(parser)  # --no-record
+    recorder = Recorder("redaction_bench.py", enabled=not parser.parse_args().no_record)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
     from config.redaction import REDACTED, redact_json
@@ -49,8 +55,11 @@ def main() -> None:
     print(f"events in the mix: {len(EVENT_MIX)} ({len(secret)} with a secret)")
     print(f"redact_json, clean events:   {per_event(clean, redact_json):6.2f} us/event")
     print(f"redact_json, with a secret:  {per_event(secret, redact_json):6.2f} us/event")
-    print(f"redact_json, the whole mix:  {per_event(EVENT_MIX, redact_json):6.2f} us/event")
+    mix = per_event(EVENT_MIX, redact_json)
+    print(f"redact_json, the whole mix:  {mix:6.2f} us/event")
     print(f"json.dumps, the whole mix:   {dumps:6.2f} us/event (yardstick)")
+    recorder.record("redaction.per_event", mix, raw=dumps)
+    print(recorder.note())
 
 
 if __name__ == "__main__":

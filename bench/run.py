@@ -29,7 +29,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))  # when imported by another script: harness and the helpers beside it
 # BenchError, CpuMeter, RESULTS_DIR, ROOT and say are also what the benchmarks built on this one use.
-from harness import RESULTS_DIR, ROOT, BenchError, db, report, say  # noqa: E402, F401
+from harness import RESULTS_DIR, ROOT, BenchError, db, figures, report, say  # noqa: E402, F401
 from harness.base import ServerBench  # noqa: E402
 from harness.load import CpuMeter, Loader  # noqa: E402
 from harness.server import Profiler, api_ok  # noqa: E402
@@ -37,6 +37,12 @@ from profile_summary import summarise  # noqa: E402 - a helper beside this scrip
 from redaction_bench import EVENT_MIX  # noqa: E402 - the mixed batch payloads
 
 PARTS = ("events", "batch", "claims")
+# bench/figures.json's figure for a batch run: (payload, size) -> figure id
+BATCH_FIGURES = {
+    ("plain", 100): "api.batch100",
+    ("plain", 1000): "api.batch1000",
+    ("mixed", 1000): "redaction.batch1000_mixed",
+}
 TARGETS = {
     "events_rps": 600,
     "events_p99_ms": 50,
@@ -57,7 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         epilog=(
             "examples: make bench | .venv/bin/python bench/run.py --parts events,claims --duration 5 | "
-            "--settings bench.settings_tuned (what-if: the configuration fixes of bench/README.md) | "
+            "--settings bench.settings_tuned (what-if: the configuration fixes of bench/HISTORY.md) | "
             "--profile (py-spy; summary in the JSON, or: python bench/profile_summary.py FILE...)"
         ),
     )
@@ -148,6 +154,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="py-spy record every server worker during each measured window (bench/results/<ts>-<part>-*.txt)",
     )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the benchmark database at the end")
+    figures.add_option(parser)
     args = parser.parse_args(argv)
     args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = set(args.parts) - set(PARTS)
@@ -170,6 +177,8 @@ class Bench(ServerBench):
         self.loader: Loader | None = None
         self.sampler: db.ConnectionSampler | None = None
         self.profiler = Profiler(args.profile, RESULTS_DIR / self.stamp)
+        if args.settings != "config.settings.production" or args.server == "gunicorn-wsgi":
+            self.recorder.enabled = False  # a what-if measures a proposal, not the code: figures.json keeps the code's
 
     # setup ---------------------------------------------------------------------------------------
     def setup_database(self) -> None:
@@ -300,6 +309,14 @@ class Bench(ServerBench):
             result["achieved_per_s"] >= 0.99 * rate and ok == result["due"] and due["p99"] < p99_target_ms
         )
         return result
+
+    @staticmethod
+    def paced_conditions(result: dict, rate: float) -> dict[str, bool]:
+        """What a paced figure needs besides its p99 (measure_paced's pass): the server kept up."""
+        return {
+            f"kept up: >= 99 % of {rate:g}/s answered": result["achieved_per_s"] >= 0.99 * rate,
+            "every answer a 2xx": result["ok"] == result["due"],
+        }
 
     def add_paced_figure(self, name: str, unit: str, result: dict | None, rate: float, p99_target_ms: float) -> None:
         if result is None:
@@ -436,6 +453,7 @@ class Bench(ServerBench):
     # parts -------------------------------------------------------------------------------------------
     def part_events(self) -> None:
         say(f"part events: single-event POSTs, {self.args.clients} clients, one session each")
+        self.recorder.start()
         sessions = self.open_sessions("events", self.args.clients)
         targets = [
             {
@@ -495,6 +513,12 @@ class Bench(ServerBench):
             self.args.events_rate,
             TARGETS["events_p99_ms"],
         )
+        no_failed = {"no failed requests": result["failed"] == 0}
+        self.recorder.record("api.events.rps", rps, raw=raw["rows_per_s"] if raw else None, conditions=no_failed)
+        self.recorder.record("api.events.p99", p99, conditions=no_failed)
+        if paced:
+            conditions = self.paced_conditions(paced, self.args.events_rate)
+            self.recorder.record("api.events.paced_p99", paced["from_due_ms"]["p99"], conditions=conditions)
         if raw:
             self.add_figure(
                 name=f"  (info) raw 1-row INSERT txns, {self.args.clients} conns",
@@ -513,6 +537,7 @@ class Bench(ServerBench):
         self.details["batch"] = {}
         for size in self.args.batch_sizes:
             say(f"part batch: {size} events per POST, {self.args.batch_clients} clients, one session each")
+            self.recorder.start()
             sessions = self.open_sessions(f"batch{size}", self.args.batch_clients)
             targets = []
             for i, (sid, key) in enumerate(sessions):
@@ -571,6 +596,14 @@ class Bench(ServerBench):
                 target=f">= {TARGETS['batch_events_per_s']:,} events/s",
                 passed=events_per_s >= TARGETS["batch_events_per_s"] and result["failed"] == 0,
             )
+            figure_id = BATCH_FIGURES.get((self.args.batch_payload, size))
+            if figure_id:
+                self.recorder.record(
+                    figure_id,
+                    events_per_s,
+                    raw=raw["rows_per_s"] if raw else None,
+                    conditions={"no failed requests": result["failed"] == 0},
+                )
 
     def create_ready_tasks(self, count: int) -> None:
         """One task through the API (the orchestrate key), then cloned in SQL: fast, and whatever the columns."""
@@ -653,6 +686,7 @@ class Bench(ServerBench):
     def part_claims(self) -> None:
         n_agents = self.args.agents
         say(f"part claims: claim-next by {n_agents} agents over {self.args.tasks} ready tasks")
+        self.recorder.start()
         self.create_ready_tasks(self.args.tasks)
         targets = [{"path": "/api/v1/tasks/claim-next/", "key": self.keys[i], "body": ""} for i in range(n_agents)]
         result = self.measure("claims", targets)
@@ -746,6 +780,18 @@ class Bench(ServerBench):
             target="0",
             passed=double == 0 and open_twice == 0 and mismatched == 0 and claim_rows >= acknowledged,
         )
+        no_failed = {"no failed requests": result["failed"] == 0}
+        self.recorder.record("api.claims.rps", rate, raw=raw["claims_per_s"] if raw else None, conditions=no_failed)
+        self.recorder.record("api.claims.p99", p99, raw=raw["p99_ms"] if raw else None, conditions=no_failed)
+        if paced:
+            conditions = self.paced_conditions(paced, self.args.claims_rate)
+            self.recorder.record("api.claims.paced_p99", paced["from_due_ms"]["p99"], conditions=conditions)
+        integrity = {
+            "no task with two open claims": open_twice == 0,
+            "every open claim matches its task": mismatched == 0,
+            "every acknowledged claim stored": claim_rows >= acknowledged,
+        }
+        self.recorder.record("api.claims.double", double, conditions=integrity)
 
     def write_json(self) -> Path:
         return report.write_json(
@@ -793,6 +839,7 @@ def main(argv: list[str] | None = None) -> int:
         if bench.server:
             print(f"server log: {bench.server.log_path.relative_to(ROOT)}")
         report.missed_targets_note(code, bench.figures)
+    print(bench.recorder.note())
     return code
 
 

@@ -309,6 +309,7 @@ class RunnerBench(foundation.Bench):
     def part_dispatch(self) -> None:
         n = self.args.dispatch_runs
         say(f"part dispatch: {n} runs, one at a time on an idle runner; raw: Popen of the same command")
+        self.recorder.start()
         argv = self.providers()["dispatch"]
         raw = []
         for _ in range(n):
@@ -367,6 +368,9 @@ class RunnerBench(foundation.Bench):
             target=f"p50 <= 250, p95 <= 1000 ms (p95 {p95:.0f}, raw p95 {r95:.1f})",
             passed=p50 <= AIMS["dispatch_p50_ms"] and p95 <= AIMS["dispatch_p95_ms"] and failures == 0,
         )
+        succeeded = {"every run succeeded": failures == 0}
+        self.recorder.record("runner.dispatch_p50", p50, raw=r50, conditions=succeeded)
+        self.recorder.record("runner.dispatch_p95", p95, raw=r95, conditions=succeeded)
 
     def dispatch_split(self, marks: list[tuple[int, float, float]]) -> dict:
         """The server's side of each dispatch: when the `starting` report opened the run's session
@@ -393,6 +397,7 @@ class RunnerBench(foundation.Bench):
         n, window = a.scale_runs, a.scale_window
         say(f"part scale: {n} concurrent `sleep {self.scale_sleep}` runs on one runner, window {window:g} s")
         self.wait_for_quiet("scale")
+        self.recorder.start()
         pid = self.runner.pid
         rest = memory_mb(pid)
         cpu0, t0 = cpu_seconds(pid), time.monotonic()
@@ -487,6 +492,9 @@ class RunnerBench(foundation.Bench):
             target=f"< 30 MB (PSS {pss:.1f}; raw PSS {base.get('Pss', 0):.1f})",
             passed=rss < AIMS["scale_rss_mb"],
         )
+        kept = {"every run kept running": still == n, "every run cancelled": failed == 0}
+        self.recorder.record("runner.scale_cpu", per_run_pct, raw=base["cpu_pct"] / n or None, conditions=kept)
+        self.recorder.record("runner.scale_rss", rss, raw=base["VmRSS"])
 
     def scale_baseline(self, n: int, window: float) -> dict:
         code = (
@@ -544,6 +552,7 @@ class RunnerBench(foundation.Bench):
         mib = size / 2**20
         say(f"part logs/throughput: `cat` of {mib:.0f} MiB through the runner, {a.log_rounds} round(s)")
         self.wait_for_quiet("logs")
+        self.recorder.start()
         raws, ours, walls, checks = [], [], [], []
         for rnd in range(a.log_rounds):
             raws.append(self.raw_cat())
@@ -623,6 +632,8 @@ class RunnerBench(foundation.Bench):
             target=">= 0.5 of raw",
             passed=ratio >= AIMS["log_ratio"] and ok,
         )
+        identical = {"the server's copy identical": ok}
+        self.recorder.record("runner.log_throughput", mib / ours_s, raw=mib / raw_s, conditions=identical)
 
     def logs_latency(self) -> None:
         a = self.args
@@ -631,6 +642,7 @@ class RunnerBench(foundation.Bench):
             f"part logs/latency: a line every {TICK_PERIOD * 1000:.0f} ms for ~{a.tick_seconds:g} s, API polled every {a.poll_ms:g} ms"
         )
         self.wait_for_quiet("latency")
+        self.recorder.start()
         run_id, _ = self.queue("ticker")
         session = self.session_of(run_id)
         offset, buf, lat, polls, seen = 0, b"", [], 0, set()
@@ -690,6 +702,7 @@ class RunnerBench(foundation.Bench):
             target=f"p95 <= 1000 ms (p95 {p95:.0f}, incl. the {interval:.0f} ms poll)",
             passed=p95 <= AIMS["log_line_p95_ms"] and expected == len(seen),
         )
+        self.recorder.record("runner.log_line_p95", p95, conditions={"no line missing": expected == len(seen)})
 
     def run(self) -> int:
         self.check_services()
@@ -713,7 +726,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         formatter_class=HelpFormatter,
         epilog="Any other option is bench/run.py's (--db, --redis-url, --workers, --server, --quiet-wait, "
         "--keep-db, ...): see `bench/run.py --help`. What each figure measures: the top of this file and "
-        'bench/README.md, "Runners (issue 13)".',
+        'bench/HISTORY.md, "Runners (issue 13)".',
     )
     parser.add_argument("--quick", action="store_true", help="a small run: 30 dispatches, 20 runs for 10 s, 10 MiB")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, from {', '.join(PARTS)}")
@@ -761,6 +774,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     os.chdir(foundation.ROOT)
     bench = RunnerBench(args)
+    if args.runner_whatif or args.runner_pythonpath:
+        bench.recorder.enabled = False  # a what-if or another client: figures.json keeps this code's
     code = report.run_guarded(bench)
     if bench.figures:
         print()
@@ -772,6 +787,7 @@ def main(argv: list[str] | None = None) -> int:
             "details": bench.details,
         }
         report.written(report.write_json(foundation.RESULTS_DIR / f"{bench.stamp}-runner.json", body))
+    print(bench.recorder.note())
     return code
 
 

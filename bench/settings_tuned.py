@@ -1,7 +1,7 @@
 """What-if settings for A/B runs of bench/run.py (--settings bench.settings_tuned); not used by the app.
 
 bench.settings_pool (pooled database connections) plus the two other configuration-level fixes
-proposed in bench/README.md, stood in for by bench/whatif.py: one Redis connection pool per
+proposed in bench/HISTORY.md, stood in for by bench/whatif.py: one Redis connection pool per
 process, and a middleware chain that runs in one thread.
 """
 

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from harness import db
+from harness.figures import Recorder, add_option
 
 AGENTS = ("backend", "frontend", "infrastructure", "qa", "security", "docs", "data", "design", "mobile")
 WORDS = ("running", "completed", "failed", "pending", "blocked", "success", "error", "waiting", "in_progress")
@@ -59,6 +60,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--db", default="switchyard_syncbench", help="Database to create, use and drop.")
     parser.add_argument("--keep", action="store_true", help="Keep the database and the state folder afterwards.")
     parser.add_argument("--json", type=Path, help="Also write the figures to this file as JSON.")
+    add_option(parser)  # --no-record
     return parser.parse_args()
 
 
@@ -157,6 +159,7 @@ def main() -> int:
         say(f"generating {args.files} snapshot files in {state_dir}")
         files = generate(state_dir, args.files)
 
+        recorder = Recorder("sync_bench.py", enabled=not args.no_record)
         say("raw: cat of every file")
         cat = min(time_cat(state_dir) for _ in range(3))
         say("raw: Python read + json.loads of every file")
@@ -210,6 +213,9 @@ def main() -> int:
         )
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2))
+        recorder.record("sync.first_run", first, raw=read + copy)
+        recorder.record("sync.unchanged", unchanged, raw=cat)
+        say(recorder.note())
         return 0 if first <= 10 and unchanged <= 1 else 1
     finally:
         from django.db import connections

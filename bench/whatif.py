@@ -1,6 +1,6 @@
 """Pieces for the what-if settings in bench/ (A/B runs of bench/run.py only; the app does not use them).
 
-Each stands in for a fix proposed in bench/README.md, so its gain can be measured before anyone
+Each stands in for a fix proposed in bench/HISTORY.md, so its gain can be measured before anyone
 changes the application.
 """
 

@@ -46,7 +46,7 @@ PARTS = ("worktrees", "claims", "upload")
 TARGETS = {"worktree_ms": 300, "claim_ops_per_s": 500, "claim_p99_ms": 20, "upload_ratio": 0.5}
 
 sys.path.insert(0, str(BENCH_DIR))
-from harness import RESULTS_DIR, ROOT, BenchError, report, say  # noqa: E402
+from harness import RESULTS_DIR, ROOT, BenchError, figures, report, say  # noqa: E402
 from harness.base import ServerBench  # noqa: E402
 from harness.load import CpuMeter, benchjson  # noqa: E402
 from harness.server import api, api_ok  # noqa: E402
@@ -210,6 +210,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep-db", action="store_true", help="do not drop the database at the end")
     parser.add_argument("--seed", type=int, default=1, help="seed for the agents' choice of worktree")
     parser.add_argument("--loader-child", help=argparse.SUPPRESS)
+    figures.add_option(parser)
     args = parser.parse_args(argv)
     if args.loader_child:
         return args
@@ -310,6 +311,7 @@ class WorkspacesBench(ServerBench):
         n = self.args.worktrees
         say(f"part worktrees: {n} through the API, {n} bare `git worktree add`, interleaved")
         idle = self.wait_for_quiet("worktrees")
+        self.recorder.start()
         base, key = self.server.base_url, self.keys[0]
         path = f"/api/v1/repositories/{self.repository_id}/worktrees/"
         ours: list[float] = []
@@ -372,6 +374,7 @@ class WorkspacesBench(ServerBench):
             target=f"p95 <= {TARGETS['worktree_ms']} ms",
             passed=o95 <= TARGETS["worktree_ms"],
         )
+        self.recorder.record("workspaces.worktree_create_p95", o95, raw=r95)
 
     # 2. claims ---------------------------------------------------------------------------------------
     def part_claims(self) -> None:
@@ -390,6 +393,7 @@ class WorkspacesBench(ServerBench):
         worktrees = self.worktree_ids[:k]
         say(f"part claims: {n_agents} agents claim/release over {k} worktrees (ids {worktrees})")
         idle = self.wait_for_quiet("claims")
+        self.recorder.start()
         cfg = {
             "host": "127.0.0.1",
             "port": self.server.port,
@@ -463,6 +467,18 @@ class WorkspacesBench(ServerBench):
             target="0",
             passed=integrity["ok"],
         )
+        record = self.recorder.record
+        raw_p99 = max(raw["claim_p99_ms"], raw["release_p99_ms"]) if raw else None
+        expected = {"no answer but 200 and 409": not other}
+        record("workspaces.claims.ops", ops, raw=raw["ops_per_s"] if raw else None, conditions=expected)
+        record("workspaces.claims.p99", p99, raw=raw_p99, conditions=expected)
+        if paced:
+            expected = {"no answer but 200 and 409": not paced["unexpected"]}
+            record("workspaces.claims.paced_ops", paced["ops_per_s"], conditions=expected)
+            paced_p99 = max(paced["claim"]["p99_ms"], paced["release"]["p99_ms"])
+            record("workspaces.claims.paced_p99", paced_p99, conditions=expected)
+        alternating = {"the ledger alternates claimed and released per worktree": integrity["ok"]}
+        record("workspaces.claims.double", integrity["double_grants"], conditions=alternating)
 
     def _claim_load(self, cfg: dict, label: str) -> dict:
         """Run the claim/release loader in a child process and summarise what it saw."""
@@ -662,6 +678,7 @@ class WorkspacesBench(ServerBench):
         same_disk = src.stat().st_dev == copies.stat().st_dev == workspace_root.stat().st_dev
         tmp_disk = Path(tempfile.gettempdir()).stat().st_dev == src.stat().st_dev
         idle = self.wait_for_quiet("upload")
+        self.recorder.start()
         url = f"{self.server.base_url}/api/v1/sessions/{session_id}/files/work_products/big.bin"
         ours: list[float] = []
         raw: list[float] = []
@@ -753,6 +770,7 @@ class WorkspacesBench(ServerBench):
             target=f"ratio >= {TARGETS['upload_ratio']}",
             passed=ratio >= TARGETS["upload_ratio"],
         )
+        self.recorder.record("workspaces.upload", ours_mbs, raw=raw_mbs)
 
     # output ----------------------------------------------------------------------------------------------
     def table(self) -> str:
@@ -815,6 +833,7 @@ def main(argv: list[str] | None = None) -> int:
         if bench.server:
             print(f"server log: {bench.server.log_path.relative_to(ROOT)}")
         report.missed_targets_note(code, bench.figures)
+    print(bench.recorder.note())
     return code
 
 

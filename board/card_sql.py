@@ -3,7 +3,7 @@
 Issue 15's card extras put nine correlated subqueries into the board's card query (usage, budget
 banner, run). Django compiles every expression of a query again each time the query runs, and for
 the card read behind each push and each move's answer, compiling those nine cost far more than
-running them (bench/card_read_bench.py; bench/README.md, "Against the commit before issue 14, every
+running them (bench/card_read_bench.py; bench/HISTORY.md, "Against the commit before issue 14, every
 figure"). Here each extra's expression is compiled once, by Django's own compiler on the connection the query will run on, and the card query
 carries the result (``CompiledSQL``): the same SQL text, parameters and output field the ORM would
 have used, so nothing is written by hand. ``board_task_list`` (board/selectors.py) builds the card query

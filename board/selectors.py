@@ -79,7 +79,7 @@ def board_task_list() -> QuerySet[Task]:
 
     What apps above board show on cards (``board/card_extras.py``: a run's badge, usage, budgets)
     is annotated in the same query. Building those nine subqueries cost more than running the query
-    (a push's card read took 12 ms of CPU against 2 before them, bench/README.md), so the queryset is
+    (a push's card read took 12 ms of CPU against 2 before them, bench/HISTORY.md), so the queryset is
     built once per thread and handed out as a fresh copy (``.all()``: never evaluated itself), again
     whenever the extras or what they depend on (today's date for budgets) change. Per thread: a
     queryset's expressions are not made to be compiled by two threads at once. The extras' subqueries

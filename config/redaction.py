@@ -19,7 +19,7 @@ answers to input requests; and by ``config/log_filters.py`` to request log lines
 
 Why our own patterns and not detect-secrets' plugins: measured at 476 µs per event with its
 default settings (199 µs with its 25 regex plugins alone), i.e. 2,100-5,000 events/s on a core,
-where batch ingest must stay above 20,000 events/s on the whole two-core machine (bench/README.md,
+where batch ingest must stay above 20,000 events/s on the whole two-core machine (bench/HISTORY.md,
 "Redaction"). Here each string of a clean event costs one lower-casing and one regular-expression
 scan for the literals the rules need (``_ANY_LITERAL``, a trie); a string that holds some pays for
 the rules of those literals only. Values that are unchanged are not copied.

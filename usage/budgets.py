@@ -241,7 +241,7 @@ def budget_reason(budget: Budget) -> str:
 # --- who is stopped ----------------------------------------------------------------------------------------
 # "No budget is exceeded", as this process last read it, is believed for NONE_EXCEEDED_MEMO_SECONDS.
 # Asked on every claim and every tool use, the query was a third of a claim's time in the server under
-# 32 agents (bench/README.md, "Against the commit before issue 14"). A budget this process marks exceeded
+# 32 agents (bench/HISTORY.md, "Against the commit before issue 14"). A budget this process marks exceeded
 # forgets the memo at once (and again after commit, so a reader between the write and the commit cannot
 # keep a stale "none"); one marked in another process stops claims and tool uses here within the memo's
 # second. Only "none" is memoised: any exceeded budget is read afresh, so a raise is seen at once.

@@ -30,7 +30,7 @@ AGENT_SPANS = frozenset({"invoke_agent", "create_agent"})
 SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
 # Every attribute of a log record that is_api_request and _api_request read: a Claude Code record
 # carries about 25, and converting the others (user.id, prompt.id, ...) only to drop them cost about
-# as much as the rest of the extraction (bench/README.md, "OTLP ingest (issue 15)").
+# as much as the rest of the extraction (bench/HISTORY.md, "OTLP ingest (issue 15)").
 LOG_KEYS = frozenset(
     {
         *SESSION_KEYS,

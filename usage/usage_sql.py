@@ -8,7 +8,7 @@ psycopg. Here the rows go as one JSON document that PostgreSQL reads into the ta
 the model's fields (ledger/insert_sql.py), so a field added to UsageRecord is in it at once; the
 values are those bulk_create would store (tests/usage/test_usage_sql.py compares both, row for
 row). A conflict on (agent, idempotency_key) skips the row, as ``ignore_conflicts=True`` does.
-ARCHITECTURE.md, "Fast paths", lists it; bench/README.md, "OTLP ingest (issue 15)", has the A/B.
+ARCHITECTURE.md, "Fast paths", lists it; bench/HISTORY.md, "OTLP ingest (issue 15)", has the A/B.
 """
 
 import datetime as dt

@@ -6,6 +6,8 @@ The rest of the harness, by what it is about:
   load    the closed-loop load generator (wrk or bench/pyload.py), CPU accounting, waiting for quiet
   report  the result table, the JSON result file, and a benchmark's run with clean-up on every exit
   base    ServerBench: a fresh database, keys and server, with figures and details to report
+  figures bench/figures.json: the latest value of each figure, recorded by the benchmark that measured it
+  catalogue  every figure of figures.json declared once: name, unit, raw baseline, aim
 
 Scripts in bench/ import it as ``harness`` (their own folder is first on sys.path).
 """

@@ -4,7 +4,7 @@ A fresh database (dropped at the end unless --keep-db), Redis flushed, migration
 the production-style server, and a scratch folder for everything the app writes; figures and
 details collected for the table and the JSON result file. ``args`` carries bench/run.py's
 set-up options (--db, --pg-*, --redis-url, --settings, --server, --workers, --port,
---no-reuse-port, --quiet-wait, --quiet-pct, --keep-db).
+--no-reuse-port, --quiet-wait, --quiet-pct, --keep-db, --no-record).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness import RESULTS_DIR, db, load, report, server, stamp
+from harness import RESULTS_DIR, db, figures, load, report, server, stamp
 
 
 class ServerBench:
@@ -31,6 +31,8 @@ class ServerBench:
         self.keys: list[str] = []
         self.figures: list[dict] = []
         self.details: dict = {}
+        # bench/figures.json, for the script run (sys.argv[0]): only its own figures, unless --no-record.
+        self.recorder = figures.Recorder(enabled=not getattr(args, "no_record", False))
 
     def server_env(self) -> dict:
         return server.server_env(

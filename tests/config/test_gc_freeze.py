@@ -1,6 +1,6 @@
 """The web process freezes what start-up made, so full collections skip it (config/speed/gc_freeze.py).
 
-Measured (issue 14, bench/README.md): without the freeze a full collection in a server worker took
+Measured (issue 14, bench/HISTORY.md): without the freeze a full collection in a server worker took
 190-270 ms under load, with it 15-70 ms. Loading config.asgi must leave Django, the apps and the
 URLconf frozen."""
 

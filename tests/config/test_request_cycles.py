@@ -1,7 +1,7 @@
 """A finished request leaves nothing for the cyclic garbage collector (config/speed/request_cycles.py).
 
 Each request used to leave its request, DRF view, response and about a hundred objects more in
-reference cycles; the collector's passes over them stalled the workers (bench/README.md).
+reference cycles; the collector's passes over them stalled the workers (bench/HISTORY.md).
 """
 
 import gc
