@@ -22,6 +22,8 @@ PROVIDER_KEYS = {"command", "resume_command", "env", "output", "timeout_seconds"
 REPOSITORY_KEYS = {"path", "default_branch"}
 DEFAULT_ROOT = "./var/runner"
 DEFAULT_GRACE = 10.0
+# The built-in providers (runner_providers.py): a config table of one of these names may leave out the command.
+BUILTIN_NAMES = ("claude", "codex", "gemini", "shell", "demo")
 
 
 class RunnerConfigError(ConfigurationError):
@@ -214,8 +216,6 @@ def _repositories(tables: Any, *, source: str) -> list[RepositoryConfig]:
 
 def _placeholder(name: str, table: dict) -> ProviderConfig | None:
     # Built-ins have a command already, so a table that only turns one off or sets a timeout is fine.
-    from switchyard_client.runner_providers import BUILTIN_NAMES
-
     return ProviderConfig(name=name, command=["builtin"]) if name in BUILTIN_NAMES else None
 
 

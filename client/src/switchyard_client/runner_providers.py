@@ -23,7 +23,6 @@ from typing import Any
 
 from switchyard_client.runner_config import ProviderConfig, RunnerConfig, RunnerConfigError, parse_provider
 
-BUILTIN_NAMES = ("claude", "codex", "gemini", "shell", "demo")
 PLACEHOLDERS = frozenset(
     {"prompt", "session_id", "session_uuid", "workdir", "run_id", "task_id", "python", "hook_settings", "hook_command"}
 )
@@ -52,6 +51,7 @@ _GEMINI_COMMON = ["--output-format", "stream-json", "--approval-mode", "auto_edi
 
 
 def _builtins() -> dict[str, ProviderConfig]:
+    # Their names are runner_config.BUILTIN_NAMES (the config reads a table of one of them without a command).
     return {
         "claude": ProviderConfig(
             name="claude",
