@@ -33,7 +33,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sessions_app.keys import api_key_authenticate
 from sessions_app.models import AgentApiKey
-from switchyard_client.client import Client
+from switchyard_client.api.client import Client
 from switchyard_client.mcp_tools import Agent, Memory, build_tools_server
 
 MCP_PATH = "/mcp"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from switchyard_client import runner_logship
-from switchyard_client.errors import SwitchyardError
+from switchyard_client.api.errors import SwitchyardError
 from switchyard_client.runner_config import RunnerConfigError, load_config, parse_config
 from switchyard_client.runner_git import changes_since, head
 from switchyard_client.runner_logship import LeaseLost, last_lines, parse_lines, ship_log

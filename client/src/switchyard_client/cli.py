@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     args = build_parser().parse_args(argv)
+    from switchyard_client.api.errors import SwitchyardError
     from switchyard_client.commands import dispatch
-    from switchyard_client.errors import SwitchyardError
 
     try:
         result = dispatch(args)

@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from switchyard_client.client import Client, now_iso
-from switchyard_client.errors import ConfigurationError, SwitchyardError
-from switchyard_client.retry import RetryPolicy, client_id
+from switchyard_client.api.client import Client, now_iso
+from switchyard_client.api.errors import ConfigurationError, SwitchyardError
+from switchyard_client.api.retry import RetryPolicy, client_id
 
 DEFAULT_ANSWER_WAIT_SECONDS = 300.0
 ANSWER_POLL_SECONDS = 0.5

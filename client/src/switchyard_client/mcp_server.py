@@ -22,10 +22,10 @@ import os
 
 from mcp.server.mcpserver import MCPServer
 
-from switchyard_client.client import Client
-from switchyard_client.keepalive import Keepalive
+from switchyard_client.api.client import Client
+from switchyard_client.api.keepalive import Keepalive
+from switchyard_client.api.state import current_session, remember_session
 from switchyard_client.mcp_tools import Agent, Memory, build_tools_server
-from switchyard_client.state import current_session, remember_session
 
 
 class ProcessMemory(Memory):

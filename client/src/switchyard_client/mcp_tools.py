@@ -20,8 +20,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict
 
-from switchyard_client.client import Client
-from switchyard_client.errors import SwitchyardError
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import SwitchyardError
 
 POLL_SECONDS = 1.0
 MAX_WAIT_SECONDS = 600

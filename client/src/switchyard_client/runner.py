@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from switchyard_client import __version__
-from switchyard_client.client import Client
-from switchyard_client.errors import ConnectionFailed, SwitchyardError
-from switchyard_client.retry import RetryPolicy
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
+from switchyard_client.api.retry import RetryPolicy
 from switchyard_client.runner_config import ProviderConfig, RunnerConfig, RunnerConfigError
 from switchyard_client.runner_git import GitError, changes_since, git, head
 from switchyard_client.runner_logship import (

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from switchyard_client.errors import ConfigurationError
+from switchyard_client.api.errors import ConfigurationError
 
 OUTPUTS = ("stream-json", "jsonl", "text")
 RUNNER_KEYS = {"url", "key", "name", "labels", "capacity", "root", "grace_seconds", "host"}

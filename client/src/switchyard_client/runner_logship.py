@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from switchyard_client.errors import SwitchyardError
+from switchyard_client.api.errors import SwitchyardError
 
 # The most one request carries: the whole backlog up to the server's RUNNER_LOG_CHUNK_MAX_BYTES
 # (64 MiB by default), streamed from the file in PIECE reads; the server fsyncs once per request.
