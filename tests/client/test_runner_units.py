@@ -452,7 +452,7 @@ def test_changes_since_covers_commits_edits_and_new_files(tmp_path):
 
 # --- the hook inside a run ------------------------------------------------------------------------------------
 def test_inside_a_run_the_hook_reports_to_the_runs_session(tmp_path, monkeypatch):
-    from switchyard_client.hook import SessionMemory, plan
+    from switchyard_client.hook.plan import SessionMemory, plan
 
     monkeypatch.setenv("SWITCHYARD_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("SWITCHYARD_RUN", "12")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 # Everything else is imported inside the functions: `switchyard hook` runs this module in a process
-# that must finish in tens of milliseconds, and argparse alone costs several (see hook.py).
+# that must finish in tens of milliseconds, and argparse alone costs several (see hook/main.py).
 
 EXIT_CODES = """exit codes: 0 ok, 1 other error, 2 bad usage, 3 not configured (URL, key or session missing),
 4 invalid (400), 5 bad key (401), 6 not yours (403), 7 not found (404), 8 conflict (409), 9 too large (413),
@@ -16,8 +16,8 @@ EXIT_CODES = """exit codes: 0 ok, 1 other error, 2 bad usage, 3 not configured (
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["hook"]:
-        # The hook's own fast path: no argparse tree, no httpx (see hook.py).
-        from switchyard_client.hook import run
+        # The hook's own fast path: no argparse tree, no httpx (see hook/main.py).
+        from switchyard_client.hook.main import run
 
         return run()
     if argv[:1] == ["mcp"] and not set(argv[1:]) & {"-h", "--help"}:
