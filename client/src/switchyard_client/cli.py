@@ -21,9 +21,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return run()
     if argv[:1] == ["mcp"] and not set(argv[1:]) & {"-h", "--help"}:
-        # Serves MCP over stdin/stdout until the client hangs up (see mcp_server.py).
+        # Serves MCP over stdin/stdout until the client hangs up (see mcp/server.py).
         try:
-            from switchyard_client.mcp_server import main as serve_mcp
+            from switchyard_client.mcp.server import main as serve_mcp
         except ImportError:
             print("switchyard: `switchyard mcp` needs the mcp package: pip install './client[mcp]'", file=sys.stderr)
             return 3
