@@ -52,13 +52,13 @@ def apply(fixes: set[str]) -> None:
 
         httpx.Client.__init__ = init
     if "chunk-1m" in fixes:
-        from switchyard_client import runner_logship
+        from switchyard_client.runner import logship
 
-        runner_logship.ship_log.__kwdefaults__["chunk"] = 1024 * 1024
+        logship.ship_log.__kwdefaults__["chunk"] = 1024 * 1024
     if "stat-first" in fixes:
         import os
 
-        from switchyard_client import runner
+        from switchyard_client.runner import loop as runner
 
         whole = runner.ship_log
 
@@ -74,7 +74,7 @@ def apply(fixes: set[str]) -> None:
     if "idle-backoff" in fixes:
         import threading
 
-        from switchyard_client import runner
+        from switchyard_client.runner import loop as runner
 
         class AdaptiveWake(threading.Event):
             """RunWorker.wake, whose wait(TICK) in _watch stretches to 1 s while the log is idle."""
@@ -101,9 +101,10 @@ def apply(fixes: set[str]) -> None:
     if "trace-ship" in fixes:
         import time
 
-        from switchyard_client import runner, runner_logship
+        from switchyard_client.runner import logship
+        from switchyard_client.runner import loop as runner
 
-        shipped = runner_logship.ship_log
+        shipped = logship.ship_log
 
         def traced(send, log_path, offset, **kwargs):
             chunks = []
@@ -121,7 +122,7 @@ def apply(fixes: set[str]) -> None:
 
         runner.ship_log = traced
     if "tick-50ms" in fixes:
-        from switchyard_client import runner
+        from switchyard_client.runner import loop as runner
 
         runner.TICK = 0.05
 

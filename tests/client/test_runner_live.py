@@ -294,7 +294,7 @@ def test_a_run_the_server_took_back_is_stopped_and_forgotten(person, runner_env,
 
 
 def _group_alive(pid: int) -> bool:
-    from switchyard_client.runner_process import group_alive
+    from switchyard_client.runner.process import group_alive
 
     return group_alive(pid)  # live members only: an orphan's zombie waits for init, not for us
 

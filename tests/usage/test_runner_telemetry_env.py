@@ -1,4 +1,4 @@
-"""The runner points the agents it starts at the OTLP receiver (client/src/switchyard_client/runner.py
+"""The runner points the agents it starts at the OTLP receiver (client/src/switchyard_client/runner/loop.py
 ``RunWorker._spawn``), with the run's own key, unless the provider's env says otherwise."""
 
 import os
@@ -6,10 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from switchyard_client import runner as runner_module
-from switchyard_client.runner import RunWorker
-from switchyard_client.runner_config import ProviderConfig
-from switchyard_client.runner_state import RunState
+from switchyard_client.runner import loop as runner_module
+from switchyard_client.runner.config import ProviderConfig
+from switchyard_client.runner.loop import RunWorker
+from switchyard_client.runner.state import RunState
 
 
 class _Store:

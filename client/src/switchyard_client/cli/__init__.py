@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         serve_mcp()
         return 0
     if argv[:1] == ["runner"]:
-        # A daemon with its own options and help (see runner_cli.py).
-        from switchyard_client.runner_cli import main as runner_main
+        # A daemon with its own options and help (see runner/command.py).
+        from switchyard_client.runner.command import main as runner_main
 
         return runner_main(argv[1:])
     import json

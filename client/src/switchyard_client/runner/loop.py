@@ -4,7 +4,7 @@ Threads: the main one heartbeats (every ``heartbeat_seconds`` the server asks fo
 runs held; one long-polls ``/runners/me/next/`` for work and cancels; one per run starts it, watches
 its agent while its log grows and finishes it (see RunWorker); one watches all the idle runs (see
 Watcher). What each run needs after a crash is in ``<root>/runs/<id>.json``
-(runner_state.py): a restarted runner asks the server which runs it still holds, re-adopts agents
+(state.py): a restarted runner asks the server which runs it still holds, re-adopts agents
 that are still alive, and resumes the others with a new attempt.
 """
 
@@ -25,9 +25,9 @@ from switchyard_client import __version__
 from switchyard_client.api.client import Client
 from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
 from switchyard_client.api.retry import RetryPolicy
-from switchyard_client.runner_config import ProviderConfig, RunnerConfig, RunnerConfigError
-from switchyard_client.runner_git import GitError, changes_since, git, head
-from switchyard_client.runner_logship import (
+from switchyard_client.runner.config import ProviderConfig, RunnerConfig, RunnerConfigError
+from switchyard_client.runner.git import GitError, changes_since, git, head
+from switchyard_client.runner.logship import (
     EVENTS_PER_BATCH,
     LeaseLost,
     is_lease_lost,
@@ -35,18 +35,18 @@ from switchyard_client.runner_logship import (
     parse_lines,
     ship_log,
 )
-from switchyard_client.runner_process import describe_exit, read_exit_file, spawn, stop_group
-from switchyard_client.runner_providers import render, resume_prompt, template_values
-from switchyard_client.runner_repos import (
+from switchyard_client.runner.process import describe_exit, read_exit_file, spawn, stop_group
+from switchyard_client.runner.providers import render, resume_prompt, template_values
+from switchyard_client.runner.repos import (
     REPORT_EVERY,
     HostedRepository,
     repository_check,
     sync_links_in,
     worktree_add,
 )
-from switchyard_client.runner_repos import reports as worktree_reports
-from switchyard_client.runner_repos import worktree_remove as hosted_worktree_remove
-from switchyard_client.runner_state import RunState, StateStore, pid_start_time, same_process
+from switchyard_client.runner.repos import reports as worktree_reports
+from switchyard_client.runner.repos import worktree_remove as hosted_worktree_remove
+from switchyard_client.runner.state import RunState, StateStore, pid_start_time, same_process
 
 TICK = 0.2  # how often a run's log is shipped while it grows, and its agent checked
 # A run whose log has not grown for IDLE_TICKS ticks is handed to the Watcher, which looks at all such

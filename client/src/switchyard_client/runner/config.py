@@ -22,7 +22,7 @@ PROVIDER_KEYS = {"command", "resume_command", "env", "output", "timeout_seconds"
 REPOSITORY_KEYS = {"path", "default_branch"}
 DEFAULT_ROOT = "./var/runner"
 DEFAULT_GRACE = 10.0
-# The built-in providers (runner_providers.py): a config table of one of these names may leave out the command.
+# The built-in providers (providers.py): a config table of one of these names may leave out the command.
 BUILTIN_NAMES = ("claude", "codex", "gemini", "shell", "demo")
 
 
@@ -33,7 +33,7 @@ class RunnerConfigError(ConfigurationError):
 @dataclass
 class ProviderConfig:
     """How to start one kind of agent. ``command``/``resume_command`` are argv templates (see
-    runner_providers.render); ``hooks``: the agent reports its own tool calls through
+    providers.render); ``hooks``: the agent reports its own tool calls through
     `switchyard hook`, so the runner does not turn its output into tool events too."""
 
     name: str
@@ -66,7 +66,7 @@ class RunnerConfig:
     root: Path = Path(DEFAULT_ROOT)
     grace_seconds: float = DEFAULT_GRACE
     host: str = ""
-    # What the file says about providers; the built-ins are merged in by runner_providers.providers_for.
+    # What the file says about providers; the built-ins are merged in by providers.providers_for.
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     repositories: list[RepositoryConfig] = field(default_factory=list)
     source: str = ""

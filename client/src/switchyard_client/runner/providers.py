@@ -21,7 +21,7 @@ import sys
 import uuid
 from typing import Any
 
-from switchyard_client.runner_config import ProviderConfig, RunnerConfig, RunnerConfigError, parse_provider
+from switchyard_client.runner.config import ProviderConfig, RunnerConfig, RunnerConfigError, parse_provider
 
 PLACEHOLDERS = frozenset(
     {"prompt", "session_id", "session_uuid", "workdir", "run_id", "task_id", "python", "hook_settings", "hook_command"}
@@ -51,7 +51,7 @@ _GEMINI_COMMON = ["--output-format", "stream-json", "--approval-mode", "auto_edi
 
 
 def _builtins() -> dict[str, ProviderConfig]:
-    # Their names are runner_config.BUILTIN_NAMES (the config reads a table of one of them without a command).
+    # Their names are config.BUILTIN_NAMES (the config reads a table of one of them without a command).
     return {
         "claude": ProviderConfig(
             name="claude",
