@@ -34,8 +34,8 @@ import run as foundation  # noqa: E402 - bench/run.py, the foundation benchmark
 from harness import RESULTS_DIR, ROOT, percentile, report, say  # noqa: E402
 from harness.load import CpuMeter  # noqa: E402
 
-from switchyard_client.batching import EventBatcher  # noqa: E402
-from switchyard_client.client import Client  # noqa: E402
+from switchyard_client.api.batching import EventBatcher  # noqa: E402
+from switchyard_client.api.client import Client  # noqa: E402
 
 TARGET_RATIO = 0.8
 TARGET_HOOK_P95_MS = 50.0

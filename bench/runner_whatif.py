@@ -52,15 +52,15 @@ def apply(fixes: set[str]) -> None:
 
         httpx.Client.__init__ = init
     if "chunk-1m" in fixes:
-        from switchyard_client import runner_logship
+        from switchyard_client.runner import logship
 
-        runner_logship.ship_log.__kwdefaults__["chunk"] = 1024 * 1024
+        logship.ship_log.__kwdefaults__["chunk"] = 1024 * 1024
     if "stat-first" in fixes:
         import os
 
-        from switchyard_client import runner
+        from switchyard_client.runner import logship
 
-        whole = runner.ship_log
+        whole = logship.ship_log
 
         def ship_if_grown(send, log_path, offset, **kwargs):
             try:
@@ -70,11 +70,11 @@ def apply(fixes: set[str]) -> None:
                 return offset
             return whole(send, log_path, offset, **kwargs)
 
-        runner.ship_log = ship_if_grown
+        logship.ship_log = ship_if_grown
     if "idle-backoff" in fixes:
         import threading
 
-        from switchyard_client import runner
+        from switchyard_client.runner.worker import RunWorker
 
         class AdaptiveWake(threading.Event):
             """RunWorker.wake, whose wait(TICK) in _watch stretches to 1 s while the log is idle."""
@@ -91,19 +91,19 @@ def apply(fixes: set[str]) -> None:
                     timeout = max(timeout, 1.0)
                 return super().wait(timeout)
 
-        plain_init = runner.RunWorker.__init__
+        plain_init = RunWorker.__init__
 
         def init(self, *args, **kwargs):
             plain_init(self, *args, **kwargs)
             self.wake = AdaptiveWake(self)
 
-        runner.RunWorker.__init__ = init
+        RunWorker.__init__ = init
     if "trace-ship" in fixes:
         import time
 
-        from switchyard_client import runner, runner_logship
+        from switchyard_client.runner import logship
 
-        shipped = runner_logship.ship_log
+        shipped = logship.ship_log
 
         def traced(send, log_path, offset, **kwargs):
             chunks = []
@@ -119,11 +119,11 @@ def apply(fixes: set[str]) -> None:
                 print(f"trace-ship {log_path} +{new - offset} bytes in {len(chunks)} chunks {ms:.1f} ms", flush=True)
             return new
 
-        runner.ship_log = traced
+        logship.ship_log = traced
     if "tick-50ms" in fixes:
-        from switchyard_client import runner
+        from switchyard_client.runner import worker
 
-        runner.TICK = 0.05
+        worker.TICK = 0.05
 
 
 def main() -> int:

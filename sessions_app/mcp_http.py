@@ -1,7 +1,7 @@
 """``/mcp``: the `switchyard mcp` tools over MCP's Streamable HTTP transport, served by the web app.
 
 A remote agent connects with one URL and its agent key (``Authorization: Bearer <key>``); nothing
-is installed where it runs. The tools are the stdio server's own (switchyard_client/mcp_tools.py):
+is installed where it runs. The tools are the stdio server's own (switchyard_client/mcp/tools.py):
 each call is made by a typed ``Client`` whose transport is this process's Django app (WSGI, in a
 worker thread), with the caller's key. So a tool goes through the same authentication, scope
 checks, validation and services as the REST API, and there is one implementation of every tool.
@@ -33,8 +33,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sessions_app.keys import api_key_authenticate
 from sessions_app.models import AgentApiKey
-from switchyard_client.client import Client
-from switchyard_client.mcp_tools import Agent, Memory, build_tools_server
+from switchyard_client.api.client import Client
+from switchyard_client.mcp.tools import Agent, Memory, build_tools_server
 
 MCP_PATH = "/mcp"
 MEMORY_SECONDS = 7 * 24 * 3600  # an agent idle for a week opens a new session

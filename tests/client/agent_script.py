@@ -49,8 +49,8 @@ def run_cli(args: list[str]) -> object:
 
 
 def post_batch(items: list[dict]) -> dict:
-    from switchyard_client.client import Client
-    from switchyard_client.state import current_session
+    from switchyard_client.api.client import Client
+    from switchyard_client.api.state import current_session
 
     with Client() as client:
         return client.events_append(current_session(), items)
@@ -60,8 +60,8 @@ def post_stalled(items: list[dict]) -> None:
     """Send the first half of the batch's body, then hang with the request still open."""
     import httpx
 
-    from switchyard_client.client import api_base
-    from switchyard_client.state import current_session
+    from switchyard_client.api.client import api_base
+    from switchyard_client.api.state import current_session
 
     body = json.dumps(items).encode()
 

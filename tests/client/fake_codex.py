@@ -1,8 +1,8 @@
 """A stand-in for the Codex CLI on the wire (`codex exec --json`), for the runner's tests.
 
 Installed in a test's PATH as ``codex``. It takes the argv the runner's built-in provider gives
-(runner_providers.py, written against Codex CLI 0.125) and refuses anything else, as the real one
-would:
+(the client's runner/providers.py, written against Codex CLI 0.125) and refuses anything else, as
+the real one would:
   codex exec --json --sandbox MODE --skip-git-repo-check --cd DIR PROMPT
   codex exec resume --last --json -c key=value PROMPT          (in the folder of the session)
 and prints what `codex exec --json` prints on stdout, one JSON object a line (codex-rs/exec

@@ -2,7 +2,7 @@
 runner's tests.
 
 Installed in a test's PATH as ``gemini``. It takes the argv of the runner's built-in provider
-(runner_providers.py) and refuses unknown flags, as the real one would:
+(the client's runner/providers.py) and refuses unknown flags, as the real one would:
   gemini -p PROMPT --output-format stream-json --approval-mode auto_edit
   gemini -r latest -p PROMPT --output-format stream-json --approval-mode auto_edit
 and prints Gemini CLI's headless stream-json (docs/cli/headless.md), one JSON object a line, each

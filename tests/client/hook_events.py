@@ -3,7 +3,7 @@
 Code 2.1.332), on top of ``BaseHookInput`` (session_id, transcript_path, cwd, permission_mode...).
 
 ``SDK_HOOK_EVENTS`` is that version's ``HOOK_EVENTS`` list, copied; the tests hold the fixtures and
-the hook's own table (``hook_plan.EVENTS``) to it, so a newer list is noticed. ``one_session()``
+the hook's own table (``hook.plan.EVENTS``) to it, so a newer list is noticed. ``one_session()``
 strings them into one plausible session (every event at least once, a subagent among them).
 """
 

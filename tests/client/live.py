@@ -12,8 +12,8 @@ import pytest
 from django.test import override_settings
 
 from sessions_app.keys import api_key_create
-from switchyard_client.client import Client
-from switchyard_client.retry import RetryPolicy
+from switchyard_client.api.client import Client
+from switchyard_client.api.retry import RetryPolicy
 from tests.browser.server import ServerProcess, free_port
 from tests.factories import AgentFactory
 from tests.worker import FILE_ROOTS

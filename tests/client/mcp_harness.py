@@ -15,7 +15,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-# The tools `switchyard mcp` and /mcp both serve (client/src/switchyard_client/mcp_tools.py).
+# The tools `switchyard mcp` and /mcp both serve (client/src/switchyard_client/mcp/tools.py).
 TOOLS = {
     "claim_next_task",
     "complete_task",

@@ -9,7 +9,7 @@ import pytest
 
 from ledger.models import ToolInvocation
 from sessions_app.models import StreamEvent
-from switchyard_client.batching import EventBatcher
+from switchyard_client.api.batching import EventBatcher
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,8 +5,8 @@ import pytest
 from board.models import Task
 from ledger.models import ToolInvocation
 from sessions_app.models import AgentSession, Checkpoint, Milestone, StreamEvent
-from switchyard_client.client import Client
-from switchyard_client.errors import Conflict, ConnectionFailed, Forbidden, NotFound, Unauthorized
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import Conflict, ConnectionFailed, Forbidden, NotFound, Unauthorized
 from tests.client.live import FAST_RETRY
 from workspaces.models import Artifact
 
@@ -171,7 +171,7 @@ def test_a_client_for_another_key_shares_the_connections_and_sends_its_own_key(s
 
 def test_an_http_server_gets_no_ca_bundle_loaded(sy_server):
     # An http:// URL: nothing to verify, so certifi's bundle is not loaded (a runner's memory)
-    from switchyard_client.client import _ssl_context
+    from switchyard_client.api.client import _ssl_context
 
     context = _ssl_context(sy_server.url + "/api/v1/")
 

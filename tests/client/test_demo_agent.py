@@ -14,7 +14,7 @@ from config.actors import Actor
 from ledger.models import ToolInvocation
 from sessions_app.input_requests import session_answer_input
 from sessions_app.models import AgentSession, Milestone, StreamEvent
-from switchyard_client.client import Client
+from switchyard_client.api.client import Client
 from tests.client.live import FAST_RETRY
 from tests.factories import TaskFactory, UserFactory
 from tests.worker import ROOT, wait_for

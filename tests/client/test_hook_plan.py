@@ -8,8 +8,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from switchyard_client.hook import SessionMemory, plan
-from switchyard_client.hook_plan import EVENTS, subagent_session_id
+from switchyard_client.hook.plan import EVENTS, SessionMemory, plan, subagent_session_id
 from tests.client.hook_events import AGENT_ID, CHILD, FIXTURES, SDK_HOOK_EVENTS, SID, SUBAGENT, UNKNOWN, event
 
 

@@ -13,9 +13,9 @@ from board.models import Task, TaskClaim
 from composition.reaper import agents_reap_stale
 from sessions_app.keys import api_key_create
 from sessions_app.models import Agent
+from switchyard_client.api.errors import Conflict, LeaseLost, error_for
+from switchyard_client.api.keepalive import Keepalive
 from switchyard_client.cli import main
-from switchyard_client.errors import Conflict, LeaseLost, error_for
-from switchyard_client.keepalive import Keepalive
 from tests.browser.server import ServerProcess
 from tests.client.mcp_harness import McpConversation
 from tests.factories import AgentFactory

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from switchyard_client import lean_json
+from switchyard_client.hook import lean_json
 from tests.client.hook_events import FIXTURES as RECORDED_EVENTS
 
 VALUES = [

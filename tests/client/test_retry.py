@@ -6,9 +6,9 @@ import pytest
 
 from ledger.models import ToolInvocation
 from sessions_app.models import StreamEvent
-from switchyard_client.client import Client
-from switchyard_client.errors import ConnectionFailed, ServerError
-from switchyard_client.retry import RetryPolicy, send_with_retry
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import ConnectionFailed, ServerError
+from switchyard_client.api.retry import RetryPolicy, send_with_retry
 from tests.client.live import FAST_RETRY
 
 

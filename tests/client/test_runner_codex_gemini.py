@@ -21,7 +21,7 @@ from ledger.models import Event
 from runners.models import Run
 from runners.services import run_queue
 from sessions_app.keys import api_key_create
-from switchyard_client.client import Client
+from switchyard_client.api.client import Client
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.live_runner import GIT_ENV, Machine, run_in, wait_for
 from tests.workspaces.conftest import commit_file, git

@@ -24,7 +24,7 @@ from runners.leases import runs_expire_leases
 from runners.models import Run
 from runners.services import run_cancel, run_queue, runner_key_create
 from sessions_app.keys import api_key_create
-from switchyard_client.client import Client
+from switchyard_client.api.client import Client
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.live_runner import RunnerProc
 from tests.workspaces.conftest import commit_file, git
@@ -294,7 +294,7 @@ def test_a_run_the_server_took_back_is_stopped_and_forgotten(person, runner_env,
 
 
 def _group_alive(pid: int) -> bool:
-    from switchyard_client.runner_process import group_alive
+    from switchyard_client.runner.process import group_alive
 
     return group_alive(pid)  # live members only: an orphan's zombie waits for init, not for us
 

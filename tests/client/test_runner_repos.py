@@ -1,4 +1,4 @@
-"""The runner's own clones (client/src/switchyard_client/runner_repos.py), with real git: the config's
+"""The runner's own clones (client/src/switchyard_client/runner/repos.py), with real git: the config's
 [repositories.<name>] tables, the checks at start-up, worktrees made beside the clone with the sync
 folder linked in, their reports, and their removal."""
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from switchyard_client.runner_config import RunnerConfigError, parse_config
-from switchyard_client.runner_git import changes_since
-from switchyard_client.runner_repos import (
+from switchyard_client.runner.config import RunnerConfigError, parse_config
+from switchyard_client.runner.git import changes_since
+from switchyard_client.runner.repos import (
     HostedRepository,
     repository_check,
     sync_link,

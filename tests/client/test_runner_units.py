@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from switchyard_client import runner_logship
-from switchyard_client.errors import SwitchyardError
-from switchyard_client.runner_config import RunnerConfigError, load_config, parse_config
-from switchyard_client.runner_git import changes_since, head
-from switchyard_client.runner_logship import LeaseLost, last_lines, parse_lines, ship_log
-from switchyard_client.runner_process import describe_exit, group_alive, read_exit_file, spawn, stop_group
-from switchyard_client.runner_providers import (
+from switchyard_client.api.errors import SwitchyardError
+from switchyard_client.runner import logship
+from switchyard_client.runner.config import RunnerConfigError, load_config, parse_config
+from switchyard_client.runner.git import changes_since, head
+from switchyard_client.runner.logship import LeaseLost, last_lines, parse_lines, ship_log
+from switchyard_client.runner.process import describe_exit, group_alive, read_exit_file, spawn, stop_group
+from switchyard_client.runner.providers import (
     claude_hook_settings,
     providers_for,
     render,
@@ -25,7 +25,7 @@ from switchyard_client.runner_providers import (
     session_uuid,
     template_values,
 )
-from switchyard_client.runner_state import RunState, StateStore, pid_start_time, same_process
+from switchyard_client.runner.state import RunState, StateStore, pid_start_time, same_process
 
 ENV = {"SWITCHYARD_RUNNER_KEY": "sy_runner"}
 
@@ -222,7 +222,7 @@ def test_a_lost_lease_stops_shipping(tmp_path):
 
 
 def test_the_whole_backlog_goes_in_one_request_read_in_pieces(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner_logship, "PIECE", 100)
+    monkeypatch.setattr(logship, "PIECE", 100)
     log = tmp_path / "job.log"
     log.write_bytes(bytes(range(256)) * 4)
     server = FakeLogServer()
@@ -253,7 +253,7 @@ def test_a_log_that_has_not_grown_is_not_even_opened(tmp_path, monkeypatch):
     def no_open(*args, **kwargs):
         raise AssertionError("opened")
 
-    monkeypatch.setattr(runner_logship, "open", no_open, raising=False)
+    monkeypatch.setattr(logship, "open", no_open, raising=False)
 
     assert ship_log(FakeLogServer().send, log, 3) == 3
     assert ship_log(FakeLogServer().send, tmp_path / "missing.log", 0) == 0
@@ -262,7 +262,7 @@ def test_a_log_that_has_not_grown_is_not_even_opened(tmp_path, monkeypatch):
 def test_a_server_with_a_lower_limit_gets_1_mib_requests(tmp_path, monkeypatch):
     log = tmp_path / "job.log"
     log.write_bytes(b"x" * 2500)
-    monkeypatch.setattr(runner_logship, "SMALL_CHUNK", 1000)
+    monkeypatch.setattr(logship, "SMALL_CHUNK", 1000)
     server = FakeLogServer()
     sizes = []
 
@@ -452,7 +452,7 @@ def test_changes_since_covers_commits_edits_and_new_files(tmp_path):
 
 # --- the hook inside a run ------------------------------------------------------------------------------------
 def test_inside_a_run_the_hook_reports_to_the_runs_session(tmp_path, monkeypatch):
-    from switchyard_client.hook import SessionMemory, plan
+    from switchyard_client.hook.plan import SessionMemory, plan
 
     monkeypatch.setenv("SWITCHYARD_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("SWITCHYARD_RUN", "12")

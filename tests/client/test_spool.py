@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from switchyard_client.spool import Spool, SpoolBusy
+from switchyard_client.hook.spool import Spool, SpoolBusy
 
 
 def test_a_busy_spool_sends_the_records_to_overflow_and_the_next_holder_reads_them_in_order(tmp_path):

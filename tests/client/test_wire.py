@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-from switchyard_client import wire
+from switchyard_client.hook import wire
 
 QUOTED = ["plain", "a b/c?d=e&f#g", "caf\u00e9 \U0001f600", "~user_1.2-3", "%41", "", "sess:agent-1/x", "\x00\x7f"]
 

@@ -17,7 +17,7 @@ from board.models import Task
 from runners.models import Runner
 from sessions_app.keys import api_key_find, api_key_revoke
 from sessions_app.management.commands.serve import _runner_child
-from switchyard_client.runner_config import load_config
+from switchyard_client.runner.config import load_config
 from tests.sessions_app.test_serve_command import _alive, _get, descendants, free_port, stop
 from tests.worker import ROOT, wait_for
 from tests.workspaces.conftest import git
@@ -97,7 +97,7 @@ def test_the_key_is_reused_while_valid_and_minted_again_when_lost_or_revoked(set
 def load_config_text(text: str):
     import tomllib
 
-    from switchyard_client.runner_config import parse_config
+    from switchyard_client.runner.config import parse_config
 
     return parse_config(tomllib.loads(text), env={})
 

@@ -25,8 +25,8 @@ from runners.models import Run
 from runners.services import run_queue
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentSession
-from switchyard_client.client import Client
-from switchyard_client.runner_providers import session_uuid
+from switchyard_client.api.client import Client
+from switchyard_client.runner.providers import session_uuid
 from tests.client.live import server_roots, sy_server  # noqa: F401
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.claude_cli import claude_env, require_claude

@@ -20,7 +20,7 @@ from config.actors import Actor
 from config.pages import ENGINEERS
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent
-from switchyard_client.mcp_tools import build_tools_server
+from switchyard_client.mcp.tools import build_tools_server
 from tests.browser.server import ServerProcess
 from tests.client.mcp_harness import TOOLS, McpConversation
 from tests.factories import AgentFactory, UserFactory

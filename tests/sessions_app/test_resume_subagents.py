@@ -1,5 +1,5 @@
 """Resume lists the open tool calls of the session's subagents (child sessions) beside its own: a
-Claude Code subagent's calls are recorded in a session of its own (the hook, client/hook_plan.py)."""
+Claude Code subagent's calls are recorded in a session of its own (the hook, the client's hook/plan.py)."""
 
 from datetime import timedelta
 

@@ -1,15 +1,15 @@
-"""The runner points the agents it starts at the OTLP receiver (client/src/switchyard_client/runner.py
-``RunWorker._spawn``), with the run's own key, unless the provider's env says otherwise."""
+"""The runner points the agents it starts at the OTLP receiver (client/src/switchyard_client/runner/agent_env.py,
+through ``RunWorker._spawn``), with the run's own key, unless the provider's env says otherwise."""
 
 import os
 from types import SimpleNamespace
 
 import pytest
 
-from switchyard_client import runner as runner_module
-from switchyard_client.runner import RunWorker
-from switchyard_client.runner_config import ProviderConfig
-from switchyard_client.runner_state import RunState
+from switchyard_client.runner import worker
+from switchyard_client.runner.config import ProviderConfig
+from switchyard_client.runner.state import RunState
+from switchyard_client.runner.worker import RunWorker
 
 
 class _Store:
@@ -27,7 +27,7 @@ def _spawned_env(tmp_path, monkeypatch, *, url: str, provider_env: dict) -> dict
         seen.update(env)
         return SimpleNamespace(pid=os.getpid())
 
-    monkeypatch.setattr(runner_module, "spawn", fake_spawn)
+    monkeypatch.setattr(worker, "spawn", fake_spawn)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://the-runners-own-collector:4318")
     provider = ProviderConfig(name="claude", command=["claude", "-p", "{prompt}"], env=provider_env)
     runner = SimpleNamespace(

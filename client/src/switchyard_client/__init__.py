@@ -15,18 +15,18 @@ __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hook milliseconds
 if TYPE_CHECKING:
-    from switchyard_client.batching import EventBatcher
-    from switchyard_client.client import Client
-    from switchyard_client.errors import SwitchyardError
-    from switchyard_client.retry import RetryPolicy
+    from switchyard_client.api.batching import EventBatcher
+    from switchyard_client.api.client import Client
+    from switchyard_client.api.errors import SwitchyardError
+    from switchyard_client.api.retry import RetryPolicy
 
 __all__ = ["Client", "EventBatcher", "RetryPolicy", "SwitchyardError"]
 
 _WHERE = {
-    "Client": "switchyard_client.client",
-    "EventBatcher": "switchyard_client.batching",
-    "RetryPolicy": "switchyard_client.retry",
-    "SwitchyardError": "switchyard_client.errors",
+    "Client": "switchyard_client.api.client",
+    "EventBatcher": "switchyard_client.api.batching",
+    "RetryPolicy": "switchyard_client.api.retry",
+    "SwitchyardError": "switchyard_client.api.errors",
 }
 
 

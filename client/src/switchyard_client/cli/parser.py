@@ -1,64 +1,19 @@
-"""The `switchyard` command. Configured by SWITCHYARD_URL and SWITCHYARD_KEY (or --url/--key);
-human-readable output, or JSON with --json; a non-zero exit code for every error (see EXIT_CODES)."""
+"""The `switchyard` command's arguments and help (``build_parser``), with the exit codes the help lists.
+Imported only once cli/__init__.py has handed `hook`, `runner` and `mcp` (but for its --help) on."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
-
-# Everything else is imported inside the functions: `switchyard hook` runs this module in a process
-# that must finish in tens of milliseconds, and argparse alone costs several (see hook.py).
+from pathlib import Path
 
 EXIT_CODES = """exit codes: 0 ok, 1 other error, 2 bad usage, 3 not configured (URL, key or session missing),
 4 invalid (400), 5 bad key (401), 6 not yours (403), 7 not found (404), 8 conflict (409), 9 too large (413),
 10 throttled (429), 11 Switchyard unreachable, 12 server error (5xx)"""
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["hook"]:
-        # The hook's own fast path: no argparse tree, no httpx (see hook.py).
-        from switchyard_client.hook import run
-
-        return run()
-    if argv[:1] == ["mcp"] and not set(argv[1:]) & {"-h", "--help"}:
-        # Serves MCP over stdin/stdout until the client hangs up (see mcp_server.py).
-        try:
-            from switchyard_client.mcp_server import main as serve_mcp
-        except ImportError:
-            print("switchyard: `switchyard mcp` needs the mcp package: pip install './client[mcp]'", file=sys.stderr)
-            return 3
-        serve_mcp()
-        return 0
-    if argv[:1] == ["runner"]:
-        # A daemon with its own options and help (see runner_cli.py).
-        from switchyard_client.runner_cli import main as runner_main
-
-        return runner_main(argv[1:])
-    import json
-
-    args = build_parser().parse_args(argv)
-    from switchyard_client.commands import dispatch
-    from switchyard_client.errors import SwitchyardError
-
-    try:
-        result = dispatch(args)
-    except SwitchyardError as exc:
-        if args.json:
-            print(json.dumps({"error": exc.message, "status": exc.status, "details": exc.body}), file=sys.stderr)
-        else:
-            print(f"switchyard: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except (ValueError, OSError) as exc:
-        print(f"switchyard: {exc}", file=sys.stderr)
-        return 1
-    return result or 0
-
-
 def _json_arg(raw: str) -> object:
-    import argparse
-    import json
-    from pathlib import Path
-
     if raw == "-":
         raw = sys.stdin.read()
     elif raw.startswith("@"):
@@ -70,9 +25,6 @@ def _json_arg(raw: str) -> object:
 
 
 def build_parser():
-    import argparse
-    from pathlib import Path
-
     parser = argparse.ArgumentParser(
         prog="switchyard",
         description="Talk to Switchyard from the shell. JSON arguments also take '-' (stdin) or '@file'.",
@@ -200,7 +152,3 @@ def build_parser():
         "or opened on first use.",
     )
     return parser
-
-
-if __name__ == "__main__":
-    sys.exit(main())

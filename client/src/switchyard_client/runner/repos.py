@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from switchyard_client.runner_config import RepositoryConfig, RunnerConfigError
-from switchyard_client.runner_git import GitError, git
+from switchyard_client.runner.config import RepositoryConfig, RunnerConfigError
+from switchyard_client.runner.git import GitError, git
 
 REPORT_EVERY = 30.0  # seconds between worktree reports (a git status and a walk per worktree)
 RECENT_FILES = 10

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from switchyard_client.errors import ConfigurationError
+from switchyard_client.api.errors import ConfigurationError
 
 OUTPUTS = ("stream-json", "jsonl", "text")
 RUNNER_KEYS = {"url", "key", "name", "labels", "capacity", "root", "grace_seconds", "host"}
@@ -22,6 +22,8 @@ PROVIDER_KEYS = {"command", "resume_command", "env", "output", "timeout_seconds"
 REPOSITORY_KEYS = {"path", "default_branch"}
 DEFAULT_ROOT = "./var/runner"
 DEFAULT_GRACE = 10.0
+# The built-in providers (providers.py): a config table of one of these names may leave out the command.
+BUILTIN_NAMES = ("claude", "codex", "gemini", "shell", "demo")
 
 
 class RunnerConfigError(ConfigurationError):
@@ -31,7 +33,7 @@ class RunnerConfigError(ConfigurationError):
 @dataclass
 class ProviderConfig:
     """How to start one kind of agent. ``command``/``resume_command`` are argv templates (see
-    runner_providers.render); ``hooks``: the agent reports its own tool calls through
+    providers.render); ``hooks``: the agent reports its own tool calls through
     `switchyard hook`, so the runner does not turn its output into tool events too."""
 
     name: str
@@ -64,7 +66,7 @@ class RunnerConfig:
     root: Path = Path(DEFAULT_ROOT)
     grace_seconds: float = DEFAULT_GRACE
     host: str = ""
-    # What the file says about providers; the built-ins are merged in by runner_providers.providers_for.
+    # What the file says about providers; the built-ins are merged in by providers.providers_for.
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     repositories: list[RepositoryConfig] = field(default_factory=list)
     source: str = ""
@@ -214,8 +216,6 @@ def _repositories(tables: Any, *, source: str) -> list[RepositoryConfig]:
 
 def _placeholder(name: str, table: dict) -> ProviderConfig | None:
     # Built-ins have a command already, so a table that only turns one off or sets a timeout is fine.
-    from switchyard_client.runner_providers import BUILTIN_NAMES
-
     return ProviderConfig(name=name, command=["builtin"]) if name in BUILTIN_NAMES else None
 
 

@@ -40,7 +40,7 @@ import os
 import sys
 import time
 
-from switchyard_client import wire
+from switchyard_client.hook import wire
 
 DEFAULT_TIMEOUT = 55.0
 POLL_MAX_SECONDS = 25  # the server holds a poll at most this long

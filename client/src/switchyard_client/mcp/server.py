@@ -4,7 +4,7 @@ An MCP-speaking agent (Claude Code, Codex, any MCP client) adds this server once
 claim work, report progress, checkpoint, write files, hold worktrees and ask the product owner
 a question, all through the typed ``Client``. It needs the optional ``mcp`` package
 (``pip install './client[mcp]'``); the rest of the client does not. The tools themselves are in
-mcp_tools.py, shared with the web app's ``/mcp`` (Streamable HTTP, no local install).
+tools.py, shared with the web app's ``/mcp`` (Streamable HTTP, no local install).
 
 The session: ``SWITCHYARD_SESSION`` or the CLI's current session (``.switchyard/session``),
 else one is opened on the first tool call (intent from ``SWITCHYARD_INTENT``) and remembered
@@ -22,10 +22,10 @@ import os
 
 from mcp.server.mcpserver import MCPServer
 
-from switchyard_client.client import Client
-from switchyard_client.keepalive import Keepalive
-from switchyard_client.mcp_tools import Agent, Memory, build_tools_server
-from switchyard_client.state import current_session, remember_session
+from switchyard_client.api.client import Client
+from switchyard_client.api.keepalive import Keepalive
+from switchyard_client.api.state import current_session, remember_session
+from switchyard_client.mcp.tools import Agent, Memory, build_tools_server
 
 
 class ProcessMemory(Memory):

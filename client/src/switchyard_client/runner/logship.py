@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from switchyard_client.errors import SwitchyardError
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
+from switchyard_client.runner.state import RunState
 
 # The most one request carries: the whole backlog up to the server's RUNNER_LOG_CHUNK_MAX_BYTES
 # (64 MiB by default), streamed from the file in PIECE reads; the server fsyncs once per request.
@@ -24,6 +26,7 @@ SMALL_CHUNK = 1024 * 1024  # after a 413: a server whose limit is lower (older s
 PIECE = 1024 * 1024
 TEXT_MAX = 4000
 EVENTS_PER_BATCH = 500
+PARSE_MAX = 4 * 1024 * 1024  # log bytes turned into events per tick, at most
 
 
 class LeaseLost(Exception):
@@ -223,3 +226,57 @@ def parse_lines(
         for index, (etype, payload) in enumerate(events_from_line(line, provider=provider, hooks=hooks)):
             events.append({"id": f"run{run_id}-l{number}-{index}", "type": etype, "payload": payload})
     return events, consumed, number - start_line
+
+
+def run_log_ship(state: RunState, api: Client) -> int | None:
+    """Send a run's log from ``state.shipped`` on, with the runner's key: the offset shipped to, or None
+    when the server did not take it now (unreachable, or refused: the next tick tries again). Raises
+    LeaseLost when the run is not this runner's any more."""
+    s = state
+
+    def send(offset: int, length: int, body) -> dict[str, Any]:
+        params = {"offset": offset, "attempt": s.attempt}
+        # A Content-Length, not chunked: the server refuses an oversized body before reading it.
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(length)}
+        path = f"runs/{s.id}/log/"
+        return api.request("POST", path, content_stream=body, params=params, headers=headers).json()
+
+    try:
+        return ship_log(send, s.log_path, s.shipped)
+    except ConnectionFailed:
+        return None
+    except SwitchyardError as exc:
+        if exc.status == 403 or exc.status == 404:
+            raise LeaseLost(exc.message) from exc
+        return None
+
+
+def run_events_ship(state: RunState, agent: Client | None, *, hooks: bool, final: bool) -> bool:
+    """The stream events of the next slice (PARSE_MAX bytes at most) of the shipped log, sent with the
+    run's key; ``final``: the log is complete, its last line too. True if the slice was used."""
+    s = state
+    if agent is None or s.parsed >= s.shipped:
+        return False
+    with open(s.log_path, "rb") as fh:
+        fh.seek(s.parsed)
+        data = fh.read(min(s.shipped - s.parsed, PARSE_MAX))
+    events, used, lines = parse_lines(
+        data,
+        start_line=s.parsed_lines,
+        provider=s.provider,
+        hooks=hooks,
+        run_id=s.id,
+        # A slice with no end of line in it is one giant line: take it whole (not JSON we can use)
+        # rather than wait for a newline forever.
+        final=(final and s.parsed + len(data) >= s.shipped) or (len(data) == PARSE_MAX and b"\n" not in data),
+    )
+    for start in range(0, len(events), EVENTS_PER_BATCH):
+        try:
+            agent.events_append(s.session, events[start : start + EVENTS_PER_BATCH])
+        except ConnectionFailed:
+            return False  # the same lines are read again next tick: same ids, nothing doubled
+        except SwitchyardError:
+            break  # refused (the key was revoked, a payload too big): drop these, go on
+    s.parsed += used
+    s.parsed_lines += lines
+    return used > 0

@@ -5,7 +5,7 @@ It must never block or break the agent: it finishes within ``SWITCHYARD_HOOK_BUD
 could not send in the spool (``spool.py``), which the next call sends first, in order.
 
 What each Claude Code hook event becomes (session open, tool calls by tool_use_id, status moves,
-events, milestones, file uploads; subagents in child sessions) is hook_plan.py's ``plan``; the
+events, milestones, file uploads; subagents in child sessions) is plan.py's ``plan``; the
 README's "Claude Code hook events" table lists all of them. This module sends what it plans.
 
 Inside a run started by `switchyard runner` (SWITCHYARD_RUN set) everything goes to the run's session
@@ -22,10 +22,10 @@ import os
 import sys
 import time
 
-from switchyard_client import wire
-from switchyard_client.hook_plan import SessionMemory, plan
-from switchyard_client.lean_json import dumps, loads
-from switchyard_client.spool import Record, Spool, SpoolBusy
+from switchyard_client.hook import wire
+from switchyard_client.hook.lean_json import dumps, loads
+from switchyard_client.hook.plan import SessionMemory, plan
+from switchyard_client.hook.spool import Record, Spool, SpoolBusy
 
 __all__ = ["SessionMemory", "plan", "run"]
 
@@ -152,8 +152,8 @@ def _deliver(records: list[Record], sender: Sender, spool: Spool, *, lock_until:
 
 def _permission(asked: Record, *, sent: bool, sender: Sender, started: float, memory: SessionMemory) -> None:
     """A PermissionRequest or an Elicitation: wait for a person's answer and print Claude Code's
-    decision (hook_answer.py)."""
-    from switchyard_client import hook_answer  # here: no other event needs it
+    decision (answer.py)."""
+    from switchyard_client.hook import answer as hook_answer  # here: no other event needs it
 
     timeout = hook_answer.permission_timeout()
     if not timeout:
@@ -176,7 +176,7 @@ def _permission(asked: Record, *, sent: bool, sender: Sender, started: float, me
         memory.save()
     else:
         # Spooled (Switchyard unreachable): nobody can answer it; the default applies at once, and the
-        # session's wait is ended by the next event, as without an answer (hook_plan's resume_from).
+        # session's wait is ended by the next event, as without an answer (plan.py's resume_from).
         sender.problems.append("the question is spooled, not recorded: the default answer applies")
         if where.get("kind") == "elicitation":
             output = hook_answer.elicitation_default_output()
@@ -190,7 +190,7 @@ def _permission(asked: Record, *, sent: bool, sender: Sender, started: float, me
 def _policy(verdict: dict, *, asked: Record, sender: Sender, started: float) -> None:
     """A PreToolUse the server's tool policy marks: deny at once, or wait for a person's Allow / Deny
     (sessions_app/tool_policy.py); prints Claude Code's permissionDecision."""
-    from switchyard_client import hook_answer
+    from switchyard_client.hook import answer as hook_answer
 
     where = asked["await_verdict"]
     output = hook_answer.answer_tool_policy(

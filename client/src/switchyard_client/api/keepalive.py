@@ -12,8 +12,8 @@ import os
 import sys
 import threading
 
-from switchyard_client.client import Client
-from switchyard_client.errors import SwitchyardError
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import SwitchyardError
 
 # Well inside the server's 300 s default, so one or two lost beats cost nothing.
 DEFAULT_INTERVAL_SECONDS = 60.0

@@ -13,7 +13,7 @@ import fcntl
 import os
 import time
 
-from switchyard_client.lean_json import dumps, loads
+from switchyard_client.hook.lean_json import dumps, loads
 
 Record = dict  # one request: method, path, body or file, params, on_404
 

@@ -8,11 +8,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from switchyard_client import types as t
-from switchyard_client.client import Client
-from switchyard_client.errors import ConfigurationError
-from switchyard_client.keepalive import Keepalive
-from switchyard_client.state import current_session, remember_session
+from switchyard_client.api import types as t
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import ConfigurationError
+from switchyard_client.api.keepalive import Keepalive
+from switchyard_client.api.state import current_session, remember_session
 
 # Commands that may run for minutes (a large upload or download): a heartbeat keeps going meanwhile.
 LONG_RUNNING = {("put", None), ("get", None)}

@@ -1,3 +1,4 @@
+# Over 400 lines: EVENTS and its handlers are one table (the README's); split, every hook call would read one more module.
 """What one Claude Code hook payload becomes: the API requests `switchyard hook` sends, in order.
 
 Written against the hook events of ``@anthropic-ai/claude-agent-sdk`` 0.3.332 (``HOOK_EVENTS`` and
@@ -19,9 +20,9 @@ from __future__ import annotations
 import os
 import time
 
-from switchyard_client.lean_json import dumps, loads
-from switchyard_client.spool import Record, state_dir
-from switchyard_client.wire import quote
+from switchyard_client.hook.lean_json import dumps, loads
+from switchyard_client.hook.spool import Record, state_dir
+from switchyard_client.hook.wire import quote
 
 PROMPT_MAX_CHARS = 4000
 OUTPUT_MAX_CHARS = 64_000  # the server keeps a 2,000-character summary; no need to ship megabytes
@@ -270,7 +271,7 @@ def _prompt(p: Plan) -> None:
 
 def _pre_tool(p: Plan) -> None:
     p.resume_from("permission", "elicitation")
-    # The call's answer may carry the server's tool policy verdict (ask / deny): hook.py acts on it.
+    # The call's answer may carry the server's tool policy verdict (ask / deny): main.py acts on it.
     p.post(p.base + "tool-calls/", _tool_start(p.payload), await_verdict={"session": p.sid, "agent_id": p.agent_id})
 
 
@@ -294,7 +295,7 @@ def _permission_request(p: Plan) -> None:
         question=f"Allow {tool}?",
         choices=["allow", "deny"],
     )
-    # hook.py waits for a person's answer to this event (its id) once it is sent: hook_answer.py.
+    # main.py waits for a person's answer to this event (its id) once it is sent: answer.py.
     p.records[-1]["await_answer"] = {"session": p.sid, "agent_id": p.agent_id}
     # The last few only: a request whose call never resolves (PostToolBatch not hooked) must not pile up.
     p.memory.set(asked=[*(p.memory.get("asked") or []), _asked_key(p.sid, p.payload)][-ASKED_KEPT:])
@@ -392,7 +393,7 @@ def _elicitation(p: Plan) -> None:
         choices=["accept", "decline", "cancel"],
         field_order=_field_order(p.payload.get("requested_schema")),
     )
-    # hook.py waits for a person's answer (a form built from requested_schema): hook_answer.py.
+    # main.py waits for a person's answer (a form built from requested_schema): answer.py.
     p.records[-1]["await_answer"] = {"session": p.sid, "agent_id": p.agent_id, "kind": "elicitation"}
     server = p.payload.get("mcp_server_name") or "an MCP server"
     p.status("waiting_for_input", f"{server} asks for input", waiting="elicitation", force=True)

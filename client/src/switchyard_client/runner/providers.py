@@ -21,9 +21,8 @@ import sys
 import uuid
 from typing import Any
 
-from switchyard_client.runner_config import ProviderConfig, RunnerConfig, RunnerConfigError, parse_provider
+from switchyard_client.runner.config import ProviderConfig, RunnerConfig, RunnerConfigError, parse_provider
 
-BUILTIN_NAMES = ("claude", "codex", "gemini", "shell", "demo")
 PLACEHOLDERS = frozenset(
     {"prompt", "session_id", "session_uuid", "workdir", "run_id", "task_id", "python", "hook_settings", "hook_command"}
 )
@@ -52,6 +51,7 @@ _GEMINI_COMMON = ["--output-format", "stream-json", "--approval-mode", "auto_edi
 
 
 def _builtins() -> dict[str, ProviderConfig]:
+    # Their names are config.BUILTIN_NAMES (the config reads a table of one of them without a command).
     return {
         "claude": ProviderConfig(
             name="claude",
@@ -110,12 +110,12 @@ def claude_hook_settings() -> str:
     """`--settings` JSON wiring every Claude Code hook to `switchyard hook` (this Python's)."""
     # Imported here, when a Claude run starts: a runner without Claude runs never needs the hook's
     # modules (a few hundred KB of its memory).
-    from switchyard_client.hook_answer import permission_timeout
-    from switchyard_client.hook_plan import EVENTS as HOOK_EVENTS
+    from switchyard_client.hook.answer import permission_timeout
+    from switchyard_client.hook.plan import EVENTS as HOOK_EVENTS
 
     entry = [{"type": "command", "command": hook_command()}]
     hooks: dict[str, Any] = {}
-    # A permission request waits for a person (hook_answer.py): Claude Code's hook timeout (60 s by
+    # A permission request waits for a person (hook/answer.py): Claude Code's hook timeout (60 s by
     # default) must outlast the hook's own wait, or Claude Code kills it before it answers.
     asking = [{**entry[0], "timeout": int(permission_timeout()) + PERMISSION_TIMEOUT_SLACK}]
     for event in (name for name in HOOK_EVENTS if name not in CLAUDE_HOOKS_LEFT_OUT):

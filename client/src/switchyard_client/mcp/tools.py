@@ -1,8 +1,8 @@
-"""The MCP tools of Switchyard, built once for both transports: stdio (`switchyard mcp`, mcp_server.py)
+"""The MCP tools of Switchyard, built once for both transports: stdio (`switchyard mcp`, server.py)
 and Streamable HTTP (the web app's ``/mcp``, sessions_app/mcp_http.py).
 
 Each tool calls the typed ``Client`` of one ``Agent`` and answers with the API's object itself as
-``structuredContent``, under an output schema that names its main fields (the whole object is sent:
+``structuredContent``, under an output schema (schemas.py) that names its main fields (the whole object is sent:
 the schemas allow the fields they do not name), and a one-line summary as text for the model.
 Where the agent keeps its session and its open question between calls is the transport's choice
 (``Memory``): the stdio process keeps it in memory, the web app in its cache.
@@ -18,10 +18,21 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, ConfigDict
 
-from switchyard_client.client import Client
-from switchyard_client.errors import SwitchyardError
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import SwitchyardError
+from switchyard_client.mcp.schemas import (
+    AnswerOut,
+    CheckpointOut,
+    ClaimOut,
+    EventOut,
+    FileWriteOut,
+    MilestoneOut,
+    ResumeOut,
+    TaskOut,
+    WorktreeClaimOut,
+    WorktreeOut,
+)
 
 POLL_SECONDS = 1.0
 MAX_WAIT_SECONDS = 600
@@ -30,106 +41,6 @@ INSTRUCTIONS = (
     "state so you can resume after a crash, write work products into your workspace, hold a git "
     "worktree while you use it, and ask the product owner when you need a decision."
 )
-
-
-# Output schemas: the fields an agent relies on, typed. ``extra="allow"``: the API's object goes out
-# whole, so a field added to the API reaches clients without a schema change here.
-class _ApiObject(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class TaskOut(_ApiObject):
-    id: int
-    title: str
-    description: str
-    status: str
-    priority: str
-    assignee: str | None
-    session: str | None
-    campaign: int | None
-    labels: list[str]
-    retries: int
-    error: str
-
-
-class ClaimOut(BaseModel):
-    task: TaskOut | None  # None: no task is ready
-
-
-class EventOut(_ApiObject):
-    seq: int
-    type: str
-    payload: dict[str, Any]
-    timestamp: str
-
-
-class MilestoneOut(_ApiObject):
-    id: int
-    text: str
-    created_at: str
-
-
-class CheckpointOut(_ApiObject):
-    seq: int
-    state: Any
-    size_bytes: int
-    created_at: str
-
-
-class SessionOut(_ApiObject):
-    id: str
-    status: str
-    intent: str
-
-
-class WorktreeOut(_ApiObject):
-    id: int
-    name: str
-    branch: str
-    path: str
-    status: str
-    holder: str | None
-
-
-class ResumeOut(_ApiObject):
-    session: SessionOut
-    status: str
-    checkpoint: CheckpointOut | None
-    open_tool_calls: list[dict[str, Any]]
-    milestones: list[MilestoneOut]
-    claimed_tasks: list[TaskOut]
-    claimed_worktrees: list[WorktreeOut]
-    last_event_seq: int
-
-
-class ArtifactOut(_ApiObject):
-    id: int
-    path: str
-    kind: str
-    size: int
-
-
-class VersionOut(_ApiObject):
-    number: int
-    size: int
-
-
-class FileWriteOut(_ApiObject):
-    artifact: ArtifactOut
-    version: VersionOut
-    created: bool
-
-
-class WorktreeClaimOut(_ApiObject):
-    outcome: str  # granted | renewed | queued
-    position: int | None
-    worktree: WorktreeOut
-
-
-class AnswerOut(BaseModel):
-    question_seq: int | None  # the seq of the open question's event; None when none is open
-    answered: bool
-    answer: str | None
 
 
 class Memory:

@@ -98,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     import os
 
-    from switchyard_client.runner_config import RunnerConfigError, load_config, parse_config
-    from switchyard_client.runner_providers import providers_for
+    from switchyard_client.runner.config import RunnerConfigError, load_config, parse_config
+    from switchyard_client.runner.providers import providers_for
 
     args = build_parser().parse_args(argv)
     env = dict(os.environ)
@@ -133,15 +133,15 @@ def main(argv: list[str]) -> int:
         for name, provider in providers.items():
             print(f"  {name}: {' '.join(provider.command)} [{provider.output}]")
         return _check_repositories(config)
-    from switchyard_client.runner import main as run
+    from switchyard_client.runner.loop import main as run
 
     return run(config, providers, on_exit=args.on_exit)
 
 
 def _check_repositories(config) -> int:
     """--check: each configured clone as the runner will register it, or why it cannot."""
-    from switchyard_client.runner_config import RunnerConfigError
-    from switchyard_client.runner_repos import repository_check
+    from switchyard_client.runner.config import RunnerConfigError
+    from switchyard_client.runner.repos import repository_check
 
     status = 0
     for item in config.repositories:

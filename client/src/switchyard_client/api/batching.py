@@ -17,9 +17,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from switchyard_client.client import Client, iso, now_iso
-from switchyard_client.errors import SwitchyardError
-from switchyard_client.retry import client_id
+from switchyard_client.api.client import Client, iso, now_iso
+from switchyard_client.api.errors import SwitchyardError
+from switchyard_client.api.retry import client_id
 
 MAX_BATCH = 1000  # the API's limit per list write
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import _socket
 import time
 
-from switchyard_client.lean_json import loads
+from switchyard_client.hook.lean_json import loads
 
 # urllib.parse.quote's always-safe bytes (RFC 3986 unreserved).
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")

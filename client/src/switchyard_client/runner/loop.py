@@ -1,0 +1,319 @@
+"""`switchyard runner`: ask Switchyard for runs, start the agents, ship their logs, report how they ended.
+
+Threads: the main one heartbeats (every ``heartbeat_seconds`` the server asks for) and reports the
+runs held; one long-polls ``/runners/me/next/`` for work and cancels; one per run starts it, watches
+its agent while its log grows and finishes it (see RunWorker, worker.py); one watches all the idle
+runs (see Watcher, watcher.py). What each run needs after a crash is in ``<root>/runs/<id>.json``
+(state.py): a restarted runner asks the server which runs it still holds, re-adopts agents
+that are still alive, and resumes the others with a new attempt.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from typing import Any, TextIO
+
+from switchyard_client import __version__
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
+from switchyard_client.runner.config import ProviderConfig, RunnerConfig, RunnerConfigError
+from switchyard_client.runner.console import Console
+from switchyard_client.runner.git import GitError
+from switchyard_client.runner.process import read_exit_file, stop_group
+from switchyard_client.runner.repos import REPORT_EVERY, HostedRepository, repository_check
+from switchyard_client.runner.repos import reports as worktree_reports
+from switchyard_client.runner.repos import worktree_remove as hosted_worktree_remove
+from switchyard_client.runner.state import RunState, StateStore, same_process
+from switchyard_client.runner.watcher import Watcher
+from switchyard_client.runner.worker import API_RETRY, RunWorker
+
+POLL_WAIT = 25
+UNKNOWN_GRACE = 2  # heartbeats a held run we know nothing of is tolerated (its assignment may be in flight)
+
+
+class Runner:
+    def __init__(
+        self,
+        config: RunnerConfig,
+        providers: dict[str, ProviderConfig],
+        *,
+        out: TextIO | None = None,
+        on_exit: str = "leave",
+    ):
+        self.config = config
+        self.providers = providers
+        self.console = Console(config.name, out)
+        self.api = Client(config.url, config.key, timeout=20, retry=API_RETRY)
+        self.poll_api = Client(config.url, config.key, timeout=POLL_WAIT + 15, retry=API_RETRY)
+        self.root = config.root
+        self.store = StateStore(self.root)
+        self.jobs = self.root / "running-jobs"
+        self.jobs.mkdir(parents=True, exist_ok=True)
+        self.workers: dict[int, RunWorker] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.on_exit = on_exit
+        self.heartbeat_seconds = 10.0
+        self.unknown: dict[int, int] = {}
+        self.online: bool | None = None
+        self.repos: list[HostedRepository] = []  # the clones on this machine, once registered
+        self.reported_at = 0.0  # when the worktrees were last reported (0: with the next heartbeat)
+        self.watcher = Watcher(self.stop)
+
+    # --- server ---------------------------------------------------------------------------------------
+    def _reachable(self, ok: bool, why: str = "") -> None:
+        if ok and self.online is False:
+            self.console.say("Switchyard answers again")
+        elif not ok and self.online is not False:
+            self.console.say(f"Switchyard unreachable ({why}); retrying")
+        self.online = ok
+
+    def heartbeat(self, runs: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+        if runs is None:
+            with self.lock:
+                runs = [w.report() for w in self.workers.values()]
+        reported = {item["id"]: item["attempt"] for item in runs}
+        body = {
+            "host": self.config.host,
+            "labels": self.config.labels
+            + [f"repo:{r.name}" for r in self.repos if f"repo:{r.name}" not in self.config.labels],
+            "providers": sorted(self.providers),
+            "capacity": self.config.capacity,
+            "version": __version__,
+            "draining": False,
+            "runs": runs,
+        }
+        if self.repos and time.monotonic() - self.reported_at >= REPORT_EVERY:
+            body["worktrees"] = worktree_reports(self.repos)
+            self.reported_at = time.monotonic()
+        try:
+            answer = self.api.request("POST", "runners/me/heartbeat/", json=body).json()
+        except ConnectionFailed as exc:
+            self._reachable(False, exc.message)
+            return None
+        self._reachable(True)
+        self.heartbeat_seconds = float(answer.get("heartbeat_seconds") or 10)
+        self._cancel(answer.get("cancel") or [])
+        for run_id in answer.get("dropped") or []:
+            worker = self.workers.get(run_id)
+            # Only the attempt we reported: a run that just restarted (attempt + 1) is still ours.
+            if worker and worker.state.attempt == reported.get(run_id):
+                worker.drop()
+        self._unknown_held(answer.get("held") or [])
+        self._remove_worktrees(answer.get("remove_worktrees") or [])
+        return answer
+
+    def _remove_worktrees(self, removals: list[dict[str, Any]]) -> None:
+        """Folders of worktrees removed on the server (by a person, or the admin): remove them here."""
+        for item in removals:
+            path = str(item.get("path") or "")
+            repo = next((r for r in self.repos if os.path.dirname(path) == r.parent), None)
+            if repo is None:
+                continue
+            try:
+                hosted_worktree_remove(repo, path, force=bool(item.get("force")))
+                self.console.say(f"worktree {path} removed, as Switchyard asked")
+            except (GitError, OSError) as exc:
+                self.console.say(f"worktree {path} was removed in Switchyard but stays here: {exc}")
+        if removals:
+            self.reported_at = 0.0  # say at once that they are gone
+
+    def register_repositories(self) -> bool:
+        """Start-up: check each configured clone and register it (RunnerConfigError or a refusal
+        stops the runner). Waits for the server like ``recover``; False if stopped meanwhile."""
+        repos = [repository_check(item) for item in self.config.repositories]
+        for repo in repos:
+            body = {"name": repo.name, "path": repo.path, "default_branch": repo.default_branch}
+            while True:
+                try:
+                    answer = self.api.request("POST", "runners/me/repositories/", json=body).json()
+                    break
+                except ConnectionFailed as exc:
+                    self._reachable(False, exc.message)
+                    if self.stop.wait(2):
+                        return False
+            repo.id = int(answer["id"])
+            self.console.say(f"holds repository {repo.name} at {repo.path} (default branch {repo.default_branch})")
+        self.repos = repos
+        return True
+
+    def hosted(self, repository: dict[str, Any]) -> HostedRepository | None:
+        """This runner's clone of an assignment's repository, if it holds it."""
+        if repository.get("runner") != self.config.name:
+            return None
+        return next((r for r in self.repos if r.id == repository.get("id")), None)
+
+    def _cancel(self, ids: list[int]) -> bool:
+        """Tell each run's thread; True if one of them had not heard it yet."""
+        new = False
+        for run_id in ids:
+            worker = self.workers.get(run_id)
+            if worker and not worker.cancelled:
+                worker.cancel()
+                new = True
+        return new
+
+    def _unknown_held(self, held: list[dict[str, Any]]) -> None:
+        """A run the server says we hold but we know nothing of (its assignment was lost on the
+        way, or our state file is gone): after a grace period, end it failed rather than holding
+        it (and renewing its lease) forever."""
+        with self.lock:
+            known = set(self.workers)
+        seen = set()
+        for item in held:
+            run_id = item["id"]
+            if run_id in known:
+                continue
+            seen.add(run_id)
+            self.unknown[run_id] = self.unknown.get(run_id, 0) + 1
+            if self.unknown[run_id] > UNKNOWN_GRACE:
+                body = {
+                    "attempt": item["attempt"],
+                    "status": "failed",
+                    "error": f"runner {self.config.name} lost track of this run (no local state); queue it again",
+                }
+                try:
+                    self.api.request("POST", f"runs/{run_id}/status/", json=body)
+                    self.console.say(f"run {run_id} failed: this runner had no record of it")
+                except SwitchyardError:
+                    pass
+                seen.discard(run_id)
+        self.unknown = {k: v for k, v in self.unknown.items() if k in seen}
+
+    # --- runs -----------------------------------------------------------------------------------------
+    def register(self, worker: RunWorker) -> None:
+        with self.lock:
+            self.workers[worker.state.id] = worker
+        worker.start()
+
+    def unregister(self, run_id: int) -> None:
+        with self.lock:
+            self.workers.pop(run_id, None)
+
+    def accept(self, assignment: dict[str, Any]) -> None:
+        run_id = int(assignment["id"])
+        with self.lock:
+            if run_id in self.workers:
+                return
+        state = RunState(
+            id=run_id, attempt=int(assignment["attempt"]), provider=str(assignment["provider"]), assignment=assignment
+        )
+        self.store.save(state)
+        self.register(RunWorker(self, state, "new"))
+
+    def recover(self) -> bool:
+        """Start-up: the runs of the state files, checked against what the server says we hold."""
+        states = self.store.load_all()
+        reports = [
+            {"id": s.id, "attempt": s.attempt, "pid": s.pid, "alive": same_process(s.pid, s.pid_start)} for s in states
+        ]
+        answer = None
+        while answer is None:
+            answer = self.heartbeat(reports)
+            if answer is None and self.stop.wait(2):
+                return False
+        held = {item["id"]: item for item in answer.get("held") or []}
+        dropped = set(answer.get("dropped") or [])
+        for state in states:
+            item = held.get(state.id)
+            alive = same_process(state.pid, state.pid_start)
+            if item is None or state.id in dropped or int(item["attempt"]) != state.attempt:
+                if alive:
+                    stop_group(state.pid, grace=self.config.grace_seconds)
+                self.store.forget(state.id)
+                self.console.say(f"run {state.id} is no longer ours; forgotten{' (agent stopped)' if alive else ''}")
+                continue
+            if state.phase == "finishing":
+                mode = "finish"
+            elif alive:
+                mode = "adopt"
+            elif state.pid is not None:
+                code = read_exit_file(state.exit_path)
+                # Exited on its own while nobody watched: report that. Killed (no code, or 128+N): resume.
+                mode = "exited" if code is not None and code < 128 else "resume"
+            elif item.get("status") == "assigned":
+                mode = "new"
+            else:
+                mode = "resume"
+            self.register(RunWorker(self, state, mode))
+            if item.get("cancel"):
+                self.workers[state.id].cancel()
+        return True
+
+    def poll_loop(self) -> None:
+        while not self.stop.is_set():
+            try:
+                response = self.poll_api.request("POST", "runners/me/next/", json={"wait": POLL_WAIT}, idempotent=False)
+                answer = response.json()
+            except ConnectionFailed as exc:
+                self._reachable(False, exc.message)
+                self.stop.wait(2)
+                continue
+            except SwitchyardError as exc:
+                self.console.say(f"asking for work failed: {exc}")
+                self.stop.wait(5)
+                continue
+            except ValueError:
+                self.stop.wait(2)
+                continue
+            self._reachable(True)
+            if self.stop.is_set():
+                break
+            for assignment in answer.get("runs") or []:
+                self.accept(assignment)
+            # The server answers at once while a cancel is pending; don't spin while the agent stops.
+            if answer.get("cancel") and not self._cancel(answer["cancel"]) and not answer.get("runs"):
+                self.stop.wait(0.5)
+
+    def run(self) -> int:
+        names = ", ".join(self.providers) or "none"
+        self.console.say(
+            f"serving {self.config.url} with providers {names}; capacity {self.config.capacity}; "
+            f"labels {', '.join(self.config.labels) or 'none'}; files in {self.root}"
+        )
+        self.watcher.start()
+        try:
+            if not self.register_repositories() or not self.recover():
+                return 0
+        except RunnerConfigError as exc:
+            self.console.say(str(exc))
+            return exc.exit_code
+        except SwitchyardError as exc:
+            self.console.say(f"the server refused this runner: {exc}")
+            return exc.exit_code
+        poller = threading.Thread(target=self.poll_loop, name="runner-poll", daemon=True)
+        poller.start()
+        while not self.stop.wait(self.heartbeat_seconds):
+            try:
+                self.heartbeat()
+            except SwitchyardError as exc:
+                self.console.say(f"heartbeat refused: {exc}")
+        self.shutdown()
+        return 0
+
+    def shutdown(self) -> None:
+        with self.lock:
+            workers = list(self.workers.values())
+        for worker in workers:
+            worker.wake.set()
+        self.watcher.wake.set()  # the idle runs go back to their own threads, which see the stop
+        for worker in workers:
+            worker.join(timeout=self.config.grace_seconds + 30)
+        if workers and self.on_exit == "leave":
+            self.console.say(f"stopped; {len(workers)} agent(s) left running, adopted again on restart")
+        else:
+            self.console.say("stopped")
+        self.api.close()
+
+    def request_stop(self, *_: object) -> None:
+        self.stop.set()
+
+
+def main(config: RunnerConfig, providers: dict[str, ProviderConfig], *, on_exit: str = "leave") -> int:
+    runner = Runner(config, providers, on_exit=on_exit)
+    signal.signal(signal.SIGTERM, runner.request_stop)
+    signal.signal(signal.SIGINT, runner.request_stop)
+    return runner.run()
