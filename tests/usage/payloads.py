@@ -234,4 +234,6 @@ def as_json(document: dict) -> bytes:
 
 
 def gzipped(body: bytes) -> bytes:
-    return gzip.compress(body)
+    # mtime=0: the same bytes in every process, so a parametrized test's id is the same in each
+    # pytest-xdist worker (they must collect the same tests).
+    return gzip.compress(body, mtime=0)
