@@ -217,7 +217,6 @@ def test_every_operation_conforms_to_the_schema(case, world, in_transaction):
         assert after == before, f"{case.method} {case.path} answered {response.status_code} but wrote rows"
 
 
-
 def test_each_operation_is_an_item_with_an_id_of_its_own(request):
     # pytest-xdist runs items by node id: operations sharing one id would run once (tests/conftest.py).
     items = [i for i in request.session.items if i.originalname == "test_every_operation_conforms_to_the_schema"]
