@@ -142,7 +142,9 @@ def test_runs_of_a_runner_clone_run_there_in_worktrees_it_makes_and_reports(tmp_
     # when a person removes one in Switchyard, its runner removes the folder on its machine
     removed = rows[0]
     worktree_remove(actor=person, worktree=removed)
-    wait_for(lambda: not Path(removed.real_path).exists(), timeout=30, what="the folder removed", machines=[host])
+    # (the runner says so once `git worktree remove` has returned: the folder goes before git's records)
+    said = f"worktree {removed.real_path} removed"
+    wait_for(lambda: said in host.output(), timeout=30, what="the runner's removal line", machines=[host])
+    assert not Path(removed.real_path).exists()
     assert removed.real_path not in git(clone, "worktree", "list")
     assert (clone / "README.md").exists()  # the clone itself is untouched
-    assert f"worktree {removed.real_path} removed" in host.output()
