@@ -55,7 +55,7 @@ def result_cell(entry: dict) -> str:
     """pass, info, or miss with the conditions that failed (the aim itself is in the aim column)."""
     failed = [name for name, ok in entry.get("conditions", {}).items() if not ok]
     if entry["passed"] is False and failed:
-        return f"{RESULT[False]}: not {'; not '.join(failed)}"
+        return f"{RESULT[False]}, failed: {'; '.join(failed)}"
     return RESULT[entry["passed"]]
 
 
