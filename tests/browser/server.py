@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 import httpx
+from django.test import override_settings
 
-from tests.worker import ROOT, stop_process, worker_environment
+from tests.worker import FILE_ROOTS, ROOT, stop_process, worker_environment
 
 
 def free_port() -> int:
@@ -68,3 +69,14 @@ class ServerProcess:
 
     def stop(self) -> None:
         stop_process(self.process, getattr(self, "log", None))
+
+
+def module_server(django_db_blocker, tmp_path_factory, name: str) -> ServerProcess:
+    """A started server for a module's tests, with file roots of its own (for a module-scoped
+    fixture that has ``django_db_setup``; the caller stops it)."""
+    base = tmp_path_factory.mktemp(f"{name}-roots")
+    roots = {root: base / root.lower() for root in FILE_ROOTS}
+    for path in roots.values():
+        path.mkdir()
+    with django_db_blocker.unblock(), override_settings(**roots):
+        return ServerProcess(tmp_path_factory.mktemp(name) / "server.log").start()

@@ -5,11 +5,9 @@ import logging
 
 import httpx
 import pytest
-from django.test import override_settings
 
 from config.log_filters import REQUEST_LOGGERS, CredentialsMasked
-from tests.browser.server import ServerProcess
-from tests.worker import FILE_ROOTS
+from tests.browser.server import module_server
 
 KEY = "sy_0a1b2c3d_Q2hlY2tUaGlzT3V0VGhpc0lzQUZha2VLZXkxMjM"
 SECRETS = {
@@ -46,12 +44,7 @@ def test_an_access_line_is_masked_in_its_arguments_as_uvicorn_logs_it(caplog):
 
 @pytest.fixture(scope="module")
 def server(django_db_setup, django_db_blocker, tmp_path_factory):
-    base = tmp_path_factory.mktemp("log-roots")
-    roots = {name: base / name.lower() for name in FILE_ROOTS}
-    for path in roots.values():
-        path.mkdir()
-    with django_db_blocker.unblock(), override_settings(**roots):
-        process = ServerProcess(tmp_path_factory.mktemp("log") / "server.log").start()
+    process = module_server(django_db_blocker, tmp_path_factory, "log")
     yield process
     process.stop()
 

@@ -4,22 +4,15 @@ Django neither warns on the console nor reads the file whole first (config/stati
 import httpx
 import pytest
 from django.contrib.staticfiles import finders
-from django.test import override_settings
 
-from tests.browser.server import ServerProcess
-from tests.worker import FILE_ROOTS
+from tests.browser.server import module_server
 
 SYNC_ITERATOR_WARNING = "StreamingHttpResponse must consume synchronous iterators"
 
 
 @pytest.fixture(scope="module")
 def server(django_db_setup, django_db_blocker, tmp_path_factory):
-    base = tmp_path_factory.mktemp("static-roots")
-    roots = {name: base / name.lower() for name in FILE_ROOTS}
-    for path in roots.values():
-        path.mkdir()
-    with django_db_blocker.unblock(), override_settings(**roots):
-        process = ServerProcess(tmp_path_factory.mktemp("static") / "server.log").start()
+    process = module_server(django_db_blocker, tmp_path_factory, "static")
     yield process
     process.stop()
 
