@@ -86,8 +86,11 @@ def hook(tmp_path, agent_key):
     """Run `switchyard hook` as Claude Code does; (exit code, stderr, seconds)."""
     state = tmp_path / "hook-state"
 
-    def run(payload: dict, *, url: str) -> tuple[int, str, float]:
+    def run(payload: dict, *, url: str, budget: float | None = None) -> tuple[int, str, float]:
         env = {
+            # The tests of what a payload becomes give the hook time on a busy machine; the tests of
+            # the budget itself leave it at its 0.8 s default.
+            **({"SWITCHYARD_HOOK_BUDGET": str(budget)} if budget else {}),
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(tmp_path),
             "SWITCHYARD_URL": url,
@@ -120,7 +123,7 @@ def stream(session_id: str) -> list[tuple[str, dict]]:
 
 def test_a_recorded_claude_code_session_becomes_exactly_these_rows(hook, sy_server):
     payloads = recorded_session(workspace="{workspace}")
-    assert hook(payloads[0], url=sy_server.url)[:2] == (0, "")
+    assert hook(payloads[0], url=sy_server.url, budget=10)[:2] == (0, "")
     workspace = AgentSession.objects.get(pk=SID).workspace.root_path
     payloads = recorded_session(workspace=workspace)
 
@@ -130,7 +133,7 @@ def test_a_recorded_claude_code_session_becomes_exactly_these_rows(hook, sy_serv
             target = Path(payload["tool_input"]["file_path"])
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(REPORT)
-        code, stderr, _ = hook(payload, url=sy_server.url)
+        code, stderr, _ = hook(payload, url=sy_server.url, budget=10)
         assert (code, stderr) == (0, ""), payload["hook_event_name"]
 
     session = AgentSession.objects.get()
