@@ -41,11 +41,12 @@ run: migrate
 	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT) --welcome-file $(WELCOME) --runner-config $(RUNNER_CONFIG)
 
 # The suite over TEST_WORKERS pytest-xdist processes, a test file to a worker (its module-scoped servers
-# start once); TEST_WORKERS=0 runs it in this process. More workers than cores pay: most of a live test's
-# time is spent waiting on the processes it started.
+# start once), the longest files first (tests/schedule.py; --no-loadscope-reorder keeps that order rather
+# than pytest-xdist's most-tests-first); TEST_WORKERS=0 runs it in this process. More workers than cores
+# pay: most of a live test's time is spent waiting on the processes it started.
 TEST_WORKERS ?= 3
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .

@@ -6,6 +6,7 @@ from ledger.webhooks import flag_memo_clear
 from sessions_app.keys import api_key_create
 from sessions_app.models import AgentApiKey
 from tests.factories import AgentFactory, SessionFactory, UserFactory
+from tests.schedule import longest_first
 from usage.budgets import budgets_exceeded_forget
 
 
@@ -102,6 +103,7 @@ def session(agent):
     return SessionFactory(agent=agent, id="sess-1")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
     """schemathesis names each operation's item ``test[GET /path]`` but gives every one of them the
     test function's node id; pytest-xdist schedules by node id, so all operations but one would never
@@ -110,3 +112,5 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if type(item).__name__ == "SchemathesisFunction" and item.nodeid.rpartition("::")[2] != item.name:
             item._id = type(item._id).parse(f"{item.parent.nodeid}::{item.name}")
+    # Last, so that the order pytest-xdist hands files out in is this one (tests/schedule.py).
+    longest_first(items)
