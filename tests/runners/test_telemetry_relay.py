@@ -23,6 +23,7 @@ from django.test import override_settings
 from config.actors import Actor
 from runners.services import run_queue
 from sessions_app.keys import api_key_create, api_key_find, api_key_revoke
+from switchyard_client.api.client import Client
 from switchyard_client.runner import otlp_spool
 from switchyard_client.runner.otlp_relay import OtlpRelay
 from tests.browser.server import ServerProcess, free_port
@@ -224,7 +225,7 @@ def test_an_export_from_an_earlier_attempt_goes_with_the_runs_current_key(web, t
     old = api_key_create(agent=agent, scopes=["agent"]).key
     first = OtlpRelay(
         tmp_path,
-        url=f"http://127.0.0.1:{free_port()}",
+        api=_api(f"http://127.0.0.1:{free_port()}"),
         key_for_run=lambda run: old if run == 7 else None,
         run_for_key=lambda key: 7 if key == old else None,
         say=lambda message: None,
@@ -242,7 +243,7 @@ def test_an_export_from_an_earlier_attempt_goes_with_the_runs_current_key(web, t
     said: list[str] = []
     second = OtlpRelay(
         tmp_path,
-        url=web.url,
+        api=_api(web.url),
         key_for_run=lambda run: new if run == 7 else None,
         run_for_key=lambda key: 7 if key == new else None,
         say=said.append,
@@ -262,7 +263,7 @@ def test_an_export_from_an_earlier_attempt_goes_with_the_runs_current_key(web, t
 def test_an_export_the_server_refuses_is_dropped_and_the_next_one_still_goes(web, tmp_path, claude_key):
     said: list[str] = []
     relay = OtlpRelay(
-        tmp_path, url=web.url, key_for_run=lambda run: None, run_for_key=lambda key: None, say=said.append
+        tmp_path, api=_api(web.url), key_for_run=lambda run: None, run_for_key=lambda key: None, say=said.append
     )
     relay.start()
     try:
@@ -348,13 +349,18 @@ def _relay_away(root: Path) -> OtlpRelay:
     """A relay whose server is away: what it takes stays in its spool."""
     relay = OtlpRelay(
         root,
-        url=f"http://127.0.0.1:{free_port()}",
+        api=_api(f"http://127.0.0.1:{free_port()}"),
         key_for_run=lambda run: None,
         run_for_key=lambda key: None,
         say=lambda message: None,
     )
     relay.start()
     return relay
+
+
+def _api(url: str) -> Client:
+    """A runner's API client (its key is not what the relay forwards with)."""
+    return Client(url, "sy_runner_key", timeout=10)
 
 
 def _request(path: str, body: bytes) -> bytes:

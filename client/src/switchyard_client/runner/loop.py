@@ -66,7 +66,7 @@ class Runner:
         # The agents' OTLP exports go through it: on disk before they are answered (otlp_relay.py).
         self.relay = OtlpRelay(
             self.root,
-            url=config.url,
+            api=self.api,
             key_for_run=self._key_of_run,
             run_for_key=self._run_of_key,
             say=self.console.say,

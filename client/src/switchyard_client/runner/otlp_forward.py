@@ -14,20 +14,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-import httpx
-
+from switchyard_client.api.client import Client
+from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
+from switchyard_client.api.retry import NO_RETRY
 from switchyard_client.runner.otlp_spool import OtlpSpool
 
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 BASE_DELAY = 0.25
 MAX_DELAY = 5.0
 SERVER_ERROR_TRIES = 5
-TIMEOUT = 30.0
-
-
-def otlp_base(url: str) -> str:
-    """Switchyard's OTLP receiver for a server URL (given with or without /api/v1)."""
-    return url.rstrip("/").removesuffix("/api/v1") + "/api/v1/otlp"
 
 
 class Forwarder:
@@ -35,14 +30,14 @@ class Forwarder:
         self,
         spool: OtlpSpool,
         *,
-        url: str,
+        api: Client,
         key_for_run: Callable[[int], str | None],
         say: Callable[[str], None],
         stop: threading.Event,
     ):
         self.spool, self.key_for_run, self.say, self.stop = spool, key_for_run, say, stop
-        self.base = otlp_base(url)
-        self.http = httpx.Client(timeout=TIMEOUT)
+        # The runner's connections (and its TLS set-up, loaded once): each export with its own key.
+        self.api = api
         self.failures: dict[str, int] = {}
 
     def start(self) -> None:
@@ -61,6 +56,8 @@ class Forwarder:
                 try:
                     sent = self._send(name)
                 except Exception as exc:  # a header httpx will not send, say: never a dead forwarder
+                    if self.stop.is_set():
+                        break  # the runner's client closed under it: kept for the next start
                     self.say(f"telemetry export dropped: {type(exc).__name__}: {exc}")
                     self._done(name)
                     continue
@@ -69,7 +66,6 @@ class Forwarder:
                     delay = min(delay * 2, MAX_DELAY)
                     break
                 delay = BASE_DELAY
-        self.http.close()
 
     def _send(self, name: str) -> bool:
         """One export to the server: True when it is done with (taken, or dropped), False to try again."""
@@ -77,17 +73,21 @@ class Forwarder:
         if export is None:
             return True
         authorization = self._authorization(export.run) or export.authorization
-        headers = {"Content-Type": export.content_type, "Authorization": authorization}
+        headers = {"Content-Type": export.content_type}
         if export.content_encoding:
             headers["Content-Encoding"] = export.content_encoding
+        agent = self.api.with_key(authorization.removeprefix("Bearer ").strip(), retry=NO_RETRY)
         try:
-            answer = self.http.post(f"{self.base}/v1/{export.signal}", content=export.body, headers=headers)
-        except httpx.HTTPError:
+            agent.request("POST", f"otlp/v1/{export.signal}", content=export.body, headers=headers)
+        except ConnectionFailed:
             return False  # unreachable, or no answer in time: it may have been stored, which a resend cannot double
-        status = answer.status_code
-        if status < 300:
-            self._done(name)
-            return True
+        except SwitchyardError as exc:
+            return self._refused(export, authorization, exc)
+        self._done(name)
+        return True
+
+    def _refused(self, export, authorization: str, exc: SwitchyardError) -> bool:
+        status = exc.status or 500
         if status in RETRY_STATUSES:
             return False
         if status in (401, 403) and export.run is not None:
@@ -95,11 +95,11 @@ class Forwarder:
             if now and now != authorization:
                 return False  # the run's key changed meanwhile (a new attempt): again with the new one
         if status >= 500:
-            self.failures[name] = self.failures.get(name, 0) + 1
-            if self.failures[name] < SERVER_ERROR_TRIES:
+            self.failures[export.name] = self.failures.get(export.name, 0) + 1
+            if self.failures[export.name] < SERVER_ERROR_TRIES:
                 return False
-        self.say(f"telemetry export ({export.signal}) dropped: Switchyard answered {status}: {answer.text[:200]}")
-        self._done(name)
+        self.say(f"telemetry export ({export.signal}) dropped: Switchyard answered {status}: {str(exc)[:200]}")
+        self._done(export.name)
         return True
 
     def _authorization(self, run: int | None) -> str:

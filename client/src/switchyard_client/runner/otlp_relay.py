@@ -24,6 +24,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from switchyard_client.api.client import Client
 from switchyard_client.runner.otlp_forward import Forwarder
 from switchyard_client.runner.otlp_spool import OtlpSpool
 
@@ -40,7 +41,7 @@ class OtlpRelay:
         self,
         root: Path,
         *,
-        url: str,
+        api: Client,
         key_for_run: Callable[[int], str | None],
         run_for_key: Callable[[str], int | None],
         say: Callable[[str], None],
@@ -49,7 +50,7 @@ class OtlpRelay:
         self.run_for_key = run_for_key
         self.spool = OtlpSpool(self.root / "otlp-spool")
         self.stop_event = threading.Event()
-        self.forwarder = Forwarder(self.spool, url=url, key_for_run=key_for_run, say=say, stop=self.stop_event)
+        self.forwarder = Forwarder(self.spool, api=api, key_for_run=key_for_run, say=say, stop=self.stop_event)
         self.server: _Server | None = None
 
     @property
