@@ -345,6 +345,32 @@ def test_the_relay_refuses_what_the_server_would_refuse_without_keeping_it(tmp_p
     assert spooled(tmp_path) == []
 
 
+def test_a_relay_whose_old_port_is_taken_listens_on_another_and_drops_half_written_files(tmp_path):
+    # Given a root whose relay listened on a port another program holds now, and a file a killed
+    # runner was writing (never answered)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        (tmp_path / "otlp-relay.port").write_text(f"{taken}\n")
+        (tmp_path / "otlp-spool").mkdir()
+        (tmp_path / "otlp-spool" / ".tmp-00000000000000000001-1-00000001.export").write_bytes(b'{"signal"')
+
+        # When the runner starts again
+        relay = _relay_away(tmp_path)
+        try:
+            port = int(relay.endpoint.rsplit(":", 1)[1])
+            answer = post(relay.endpoint, "/v1/logs", p.as_json(p.logs_json()), key="sy_any")
+        finally:
+            relay.stop()
+
+    # Then it took another port, said so in the file, and kept no half-written export
+    assert port != taken
+    assert (tmp_path / "otlp-relay.port").read_text() == f"{port}\n"
+    assert answer.status_code == 200
+    assert [path.name.startswith(".tmp-") for path in (tmp_path / "otlp-spool").iterdir()] == [False]
+
+
 def _relay_away(root: Path) -> OtlpRelay:
     """A relay whose server is away: what it takes stays in its spool."""
     relay = OtlpRelay(
