@@ -212,11 +212,11 @@ def _threads(runner) -> int:
 
 def test_an_idle_run_has_no_thread_of_its_own_and_a_cancel_still_reaches_it_at_once(person, runner_env):
     # Given a run whose agent went quiet: the runner's Watcher holds it, so the runner is down to its
-    # main, poll and watcher threads
+    # main, poll and watcher threads, and its telemetry relay's two (the endpoint, the forwarder)
     runner = runner_env()
     run = queue(person, description="quiet: 60")
     wait_for(lambda: run_status(run, "running"), timeout=60, what="the run to start", runner=runner)
-    wait_for(lambda: _threads(runner) == 3, timeout=15, what="the idle run's thread to end", runner=runner)
+    wait_for(lambda: _threads(runner) == 5, timeout=15, what="the idle run's thread to end", runner=runner)
 
     # When it is cancelled
     asked = time.monotonic()

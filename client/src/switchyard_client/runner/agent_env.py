@@ -9,9 +9,11 @@ from switchyard_client.runner.config import ProviderConfig
 from switchyard_client.runner.state import RunState
 
 
-def agent_env(state: RunState, *, provider: ProviderConfig, url: str, prompt: str, hook_dir: Path) -> dict[str, str]:
+def agent_env(
+    state: RunState, *, provider: ProviderConfig, url: str, otlp_endpoint: str, prompt: str, hook_dir: Path
+) -> dict[str, str]:
     """This runner's environment without its keys, then the provider's ``env`` table, Claude Code's
-    telemetry and the run's SWITCHYARD_* variables."""
+    telemetry (to ``otlp_endpoint``, the runner's relay) and the run's SWITCHYARD_* variables."""
     s, task = state, state.assignment.get("task") or {}
     env = {
         k: v
@@ -19,14 +21,15 @@ def agent_env(state: RunState, *, provider: ProviderConfig, url: str, prompt: st
         if k not in ("SWITCHYARD_RUNNER_KEY", "SWITCHYARD_KEY", "SWITCHYARD_SESSION")
     }
     env.update(provider.env)
-    # Claude Code's telemetry (tokens and cost per request, README "Tokens and cost") goes to the
-    # server's OTLP receiver with the run's key; a provider's own env table may send it elsewhere.
+    # Claude Code's telemetry (tokens and cost per request, README "Tokens and cost") goes, with the
+    # run's key, to the runner's relay (otlp_relay.py), which keeps it on disk until the server's
+    # OTLP receiver has it; a provider's own env table may send it elsewhere.
     telemetry = {
         "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
         "OTEL_LOGS_EXPORTER": "otlp",
         "OTEL_METRICS_EXPORTER": "otlp",
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
-        "OTEL_EXPORTER_OTLP_ENDPOINT": url.rstrip("/").removesuffix("/api/v1") + "/api/v1/otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_endpoint,
         "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {s.agent_key}",
     }
     env.update({name: value for name, value in telemetry.items() if name not in provider.env})

@@ -35,7 +35,8 @@ config file (TOML; default ./switchyard-runner.toml, see switchyard-runner.examp
   name = "build-1"                     # default: the host name
   labels = ["linux", "gpu"]            # a task labelled runner:gpu needs label gpu
   capacity = 2                         # runs at once
-  root = "var/runner"                  # running-jobs/ (logs) and runs/ (state); relative to the file
+  root = "var/runner"                  # running-jobs/ (logs), runs/ (state), otlp-spool/ (telemetry not
+                                       #   yet delivered); relative to the file
   grace_seconds = 10                   # SIGTERM → SIGKILL on cancel
 
   [providers.NAME]                     # a new provider, or overrides of a built-in

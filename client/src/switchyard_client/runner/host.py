@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from switchyard_client.api.client import Client
 from switchyard_client.runner.config import ProviderConfig, RunnerConfig
 from switchyard_client.runner.console import Console
+from switchyard_client.runner.otlp_relay import OtlpRelay
 from switchyard_client.runner.repos import HostedRepository
 from switchyard_client.runner.state import StateStore
 from switchyard_client.runner.watcher import Watcher
@@ -26,6 +27,7 @@ class Host(Protocol):
     stop: threading.Event
     on_exit: str
     watcher: Watcher
+    relay: OtlpRelay  # the agents' telemetry goes through it
     reported_at: float  # when the worktrees were last reported (0: with the next heartbeat)
 
     def hosted(self, repository: dict[str, Any]) -> HostedRepository | None: ...

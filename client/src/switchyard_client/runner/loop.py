@@ -22,6 +22,7 @@ from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
 from switchyard_client.runner.config import ProviderConfig, RunnerConfig, RunnerConfigError
 from switchyard_client.runner.console import Console
 from switchyard_client.runner.git import GitError
+from switchyard_client.runner.otlp_relay import OtlpRelay
 from switchyard_client.runner.process import read_exit_file, stop_group
 from switchyard_client.runner.repos import REPORT_EVERY, HostedRepository, repository_check
 from switchyard_client.runner.repos import reports as worktree_reports
@@ -62,6 +63,14 @@ class Runner:
         self.repos: list[HostedRepository] = []  # the clones on this machine, once registered
         self.reported_at = 0.0  # when the worktrees were last reported (0: with the next heartbeat)
         self.watcher = Watcher(self.stop)
+        # The agents' OTLP exports go through it: on disk before they are answered (otlp_relay.py).
+        self.relay = OtlpRelay(
+            self.root,
+            api=self.api,
+            key_for_run=self._key_of_run,
+            run_for_key=self._run_of_key,
+            say=self.console.say,
+        )
 
     # --- server ---------------------------------------------------------------------------------------
     def _reachable(self, ok: bool, why: str = "") -> None:
@@ -184,6 +193,17 @@ class Runner:
         self.unknown = {k: v for k, v in self.unknown.items() if k in seen}
 
     # --- runs -----------------------------------------------------------------------------------------
+    def _key_of_run(self, run_id: int) -> str | None:
+        with self.lock:
+            worker = self.workers.get(run_id)
+        if worker is None:
+            return None
+        return worker.state.agent_key or None
+
+    def _run_of_key(self, key: str) -> int | None:
+        with self.lock:
+            return next((w.state.id for w in self.workers.values() if key and w.state.agent_key == key), None)
+
     def register(self, worker: RunWorker) -> None:
         with self.lock:
             self.workers[worker.state.id] = worker
@@ -270,9 +290,12 @@ class Runner:
 
     def run(self) -> int:
         names = ", ".join(self.providers) or "none"
+        # First: what was spooled before a restart goes out, and re-adopted agents export to it.
+        self.relay.start()
         self.console.say(
             f"serving {self.config.url} with providers {names}; capacity {self.config.capacity}; "
-            f"labels {', '.join(self.config.labels) or 'none'}; files in {self.root}"
+            f"labels {', '.join(self.config.labels) or 'none'}; files in {self.root}; "
+            f"telemetry relay {self.relay.endpoint}"
         )
         self.watcher.start()
         try:
@@ -306,6 +329,7 @@ class Runner:
             self.console.say(f"stopped; {len(workers)} agent(s) left running, adopted again on restart")
         else:
             self.console.say("stopped")
+        self.relay.stop()  # what it has not forwarded stays spooled for the next start
         self.api.close()
 
     def request_stop(self, *_: object) -> None:

@@ -207,7 +207,14 @@ class RunWorker:
             s.log_path = str(self.runner.jobs / f"job-{stamp}-{s.id}.log")
             s.exit_path = str(self.runner.store.folder / f"{s.id}.exit")
         hook_dir = self.runner.store.folder / f"{s.id}.hook"
-        env = agent_env(s, provider=provider, url=self.runner.config.url, prompt=prompt, hook_dir=hook_dir)
+        env = agent_env(
+            s,
+            provider=provider,
+            url=self.runner.config.url,
+            otlp_endpoint=self.runner.relay.endpoint,
+            prompt=prompt,
+            hook_dir=hook_dir,
+        )
         self.popen = spawn(argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path))
         s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
         s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
@@ -363,6 +370,8 @@ class RunWorker:
         if s.outcome == "failed":
             tail = last_lines(s.log_path, 20)
             body["error"] = f"{s.error}\n{tail}".strip() if tail else s.error
+        # The agent's last exports first: the run's end revokes the key they are sent with.
+        self.runner.relay.settle(s.id, stop=self.runner.stop)
         if s.worktree_id and self.agent is not None:
             # Not held any more (the lease lapsed) is fine: nothing to give back.
             with contextlib.suppress(SwitchyardError):
