@@ -9,9 +9,11 @@ session, the task's claim and the per-run key.
 - -> failed: the task fails with the error; the session fails.
 - -> cancelled: the task stays where the person put it (given back to ready only if the run's agent
   still holds it in progress); the session is cancelled.
-- -> lost (runners/leases.py): the session fails, which gives the task back.
-Every end revokes the run's keys. All of it happens in the transaction of the move, under the
-run's row lock; the ledger events and pushes those services queue go out after commit.
+- -> lost (runners/leases.py): the task is given back, the session fails.
+Every end revokes the run's keys and ends its agent's claim on the run's worktree (a lost run's
+runner cannot give it back, and the attempt queued to resume it needs it). All of it happens in the
+transaction of the move, under the run's row lock; the ledger events and pushes those services queue
+go out after commit.
 
 The task and session are changed as the run's agent, through the board's and the sessions'
 services, so their rules and events are the ones any agent's work has. A task or session a person
@@ -23,6 +25,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from board.models import Task
@@ -37,6 +40,8 @@ from runners.services import RUN_TRANSITIONS, run_may_drive, run_refuse_stale, r
 from sessions_app.keys import api_key_cache_clear, api_key_create
 from sessions_app.models import AgentApiKey, AgentSession
 from sessions_app.services import ALLOWED_TRANSITIONS, milestone_record, session_open, session_transition
+from workspaces.models import Worktree
+from workspaces.worktrees.claims import worktree_claims_end
 
 S = Run.Status
 # What each terminal status of the run makes of its session.
@@ -177,12 +182,28 @@ def run_end_effects(*, run: Run, actor: Actor) -> None:
         task_complete(actor=actor, task=task, review=True)
     elif held and run.status == S.FAILED:
         task_fail(actor=actor, task=task, error=_exit_error(run))
-    elif held and run.status == S.CANCELLED:
-        task_release(actor=actor, task=task)
-    # lost: failing the session below gives the task back (task_claims_release_for_session)
+    elif held and run.status in (S.CANCELLED, S.LOST):
+        task_release(actor=actor, task=task)  # lost: for the run queued again to resume it
     if session is not None:
         _session_end(actor=actor, session=session, status=SESSION_END[run.status], reason=f"run {run.pk} {run.status}")
+    run_worktrees_free(actor=actor, run=run, task=task)
     run_keys_revoke(run=run)
+
+
+def run_worktrees_free(*, actor: Actor, run: Run, task: Task) -> list[int]:
+    """End the claims the run's agent holds on the run's worktree: the one named for its task in the
+    task's repository (``<type>-<task>``: runner/workdir.py), or the folder it reported working in.
+    A runner gives it back itself when its run ends; a lost run's runner is gone, and its claim would
+    keep the next attempt, on another runner, out for WORKTREE_LEASE_TTL_SECONDS. The agent is shared
+    by the runner's runs of one provider, but each of them works another task, so another worktree."""
+    mine = Q(repository_id=task.repository_id, name=str(task.pk)) if task.repository_id else None
+    if run.workdir:
+        mine = Q(real_path=run.workdir) if mine is None else mine | Q(real_path=run.workdir)
+    if run.agent_id is None or mine is None:
+        return []
+    return worktree_claims_end(
+        actor=actor, agent=run.agent, worktrees=Worktree.objects.filter(mine), reason=f"run {run.pk} {run.status}"
+    )
 
 
 def _exit_error(run: Run) -> str:
