@@ -60,19 +60,30 @@ class Report:
     changed: bool  # False for a repeated terminal report
     agent_key: str | None = None  # the per-run key, shown once (-> starting)
     resume: ResumeState | None = None  # what the agent resumes from (-> starting), if anything
+    # A report refused after what it refused was written (a start on a task that moved on ends the
+    # run): raised by run_report once that is committed.
+    refusal: DomainError | None = None
 
 
 def _agent_actor(run: Run) -> Actor:
     return Actor(agent=run.agent)
 
 
-@transaction.atomic
 def run_report(*, actor: Actor, run: Run, attempt: int, status: str, **fields) -> Report:
     """The holder reports ``run`` moved to ``status`` (its attempt fences it); see the module docstring.
 
     A terminal status reported again with the same attempt answers as before and changes nothing.
-    ``cancelled`` is refused unless a cancel was asked for (or staff report it).
+    ``cancelled`` is refused unless a cancel was asked for (or staff report it). A start on a task
+    that moved on (done, or held by someone else) is refused, and the run ended with that reason.
     """
+    report = _report(actor=actor, run=run, attempt=attempt, status=status, fields=fields)
+    if report.refusal is not None:
+        raise report.refusal  # after the commit of the run's end: it must not stay active forever
+    return report
+
+
+@transaction.atomic
+def _report(*, actor: Actor, run: Run, attempt: int, status: str, fields: dict) -> Report:
     locked = Run.objects.select_for_update(of=("self",)).select_related("runner", "agent").get(pk=run.pk)
     # The order of run_transition's checks: the fence, then who, then what.
     run_refuse_stale(locked, attempt)
@@ -113,13 +124,9 @@ def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
         task.status == Task.Status.READY
         or (task.status == Task.Status.IN_PROGRESS and task.assignee_id == run.agent_id)
     ):
-        # Checked before anything is written: the session's folder would outlive a rollback.
+        # Checked before the session is opened: its folder would outlive a rollback.
         held = " held by another agent" if task.assignee_id not in (None, run.agent_id) else ""
-        raise DomainError(
-            f"Task {task.pk} is {task.status}{held}; a run starts on a ready task.",
-            code="conflict",
-            extra={"task": task.pk, "task_status": task.status},
-        )
+        return _start_refused(actor=actor, run=run, attempt=attempt, task=task, why=f"{task.status}{held}")
     # Acknowledged: from now on the lease is the full one, renewed by the runner's heartbeats.
     fields = {**fields, "lease_expires_at": timezone.now() + timedelta(seconds=settings.RUNNER_LEASE_SECONDS)}
     moved = run_transition(actor=actor, run=run, to=S.STARTING, attempt=attempt, **fields)
@@ -146,6 +153,23 @@ def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
     else:
         resume = None
     return Report(run=moved, changed=True, agent_key=key, resume=resume)
+
+
+def _start_refused(*, actor: Actor, run: Run, attempt: int, task: Task, why: str) -> Report:
+    """The task moved on while the run waited (someone else did it, a person moved it): the run can
+    never start, so it ends now, cancelled if a stop was asked for, else failed, with the reason."""
+    reason = f"Task {task.pk} is {why}; a run starts on a ready task."
+    to = S.CANCELLED if run.cancel_requested_at is not None else S.FAILED
+    moved = run_transition(
+        actor=actor, run=run, to=to, attempt=attempt, agent=run.agent, error=f"Could not start: {reason}"
+    )
+    run_end_effects(run=moved, actor=_agent_actor(moved))
+    refusal = DomainError(
+        f"{reason} Run {moved.pk} ended {to}.",
+        code="conflict",
+        extra={"task": task.pk, "task_status": task.status, "run": moved.pk, "run_status": to},
+    )
+    return Report(run=moved, changed=True, refusal=refusal)
 
 
 def run_key_mint(*, run: Run) -> str:
