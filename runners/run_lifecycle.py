@@ -36,7 +36,13 @@ from config.api.errors import LEASE_LOST, DomainError
 from config.idempotency import IncomingItem, canonical_sha256
 from runners.identities import run_agent_get_or_create
 from runners.models import Run
-from runners.services import RUN_TRANSITIONS, run_may_drive, run_refuse_stale, run_transition
+from runners.services import (
+    RUN_TRANSITIONS,
+    run_may_drive,
+    run_refuse_stale,
+    run_transition,
+    run_unacknowledged_note,
+)
 from sessions_app.keys import api_key_cache_clear, api_key_create
 from sessions_app.models import AgentApiKey, AgentSession
 from sessions_app.services import ALLOWED_TRANSITIONS, milestone_record, session_open, session_transition
@@ -107,6 +113,8 @@ def _report(*, actor: Actor, run: Run, attempt: int, status: str, fields: dict) 
         )
     if status == S.STARTING:
         return _start(actor=actor, run=locked, attempt=attempt, fields=fields)
+    if status == S.FAILED and locked.status == S.ASSIGNED:
+        return _unacknowledged(actor=actor, run=locked, attempt=attempt, fields=fields)
     moved = run_transition(actor=actor, run=locked, to=status, attempt=attempt, **fields)
     if status in Run.TERMINAL:
         run_end_effects(run=moved, actor=_agent_actor(moved))
@@ -129,6 +137,8 @@ def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
         return _start_refused(actor=actor, run=run, attempt=attempt, task=task, why=f"{task.status}{held}")
     # Acknowledged: from now on the lease is the full one, renewed by the runner's heartbeats.
     fields = {**fields, "lease_expires_at": timezone.now() + timedelta(seconds=settings.RUNNER_LEASE_SECONDS)}
+    if run.error:
+        fields["error"] = ""  # why an earlier handing out went unacknowledged: told while it was queued
     moved = run_transition(actor=actor, run=run, to=S.STARTING, attempt=attempt, **fields)
     agent_actor = _agent_actor(moved)
     session = moved.session
@@ -153,6 +163,23 @@ def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
     else:
         resume = None
     return Report(run=moved, changed=True, agent_key=key, resume=resume)
+
+
+def _unacknowledged(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
+    """Failed before it was acknowledged (never reported starting): the runner had no record of it
+    (killed after its long poll answered, restarted with the same root) or could not take it. Back
+    to the queue for any runner, as a lapsed assignment goes (runners/leases.py), attempt + 1, the
+    card saying so; from attempt RUNNER_UNACKNOWLEDGED_MAX_ATTEMPTS on the failure stands."""
+    reported = (fields.get("error") or "").strip()
+    if run.attempt >= settings.RUNNER_UNACKNOWLEDGED_MAX_ATTEMPTS:
+        tail = f"Failed before it started, at attempt {run.attempt}: not queued again."
+        fields = {**fields, "error": f"{reported}\n{tail}".strip()}
+        moved = run_transition(actor=actor, run=run, to=S.FAILED, attempt=attempt, **fields)
+        run_end_effects(run=moved, actor=_agent_actor(moved))
+        return Report(run=moved, changed=True)
+    why = f"its runner reported {reported.splitlines()[0][:150]!r}" if reported else "its runner reported it failed"
+    note = run_unacknowledged_note(run=run, why=why)
+    return Report(run=run_transition(actor=actor, run=run, to=S.QUEUED, attempt=attempt, error=note), changed=True)
 
 
 def _start_refused(*, actor: Actor, run: Run, attempt: int, task: Task, why: str) -> Report:

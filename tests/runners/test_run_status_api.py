@@ -141,7 +141,9 @@ def test_a_failed_task_run_again_is_claimed_by_the_new_run(runner_client, run, p
     ]
 
 
-def test_a_run_that_could_not_start_fails_without_a_session(runner_client, run):
+def test_a_run_that_could_not_start_fails_without_a_session(runner_client, run, settings):
+    # Never acknowledged, it would go back to the queue (test_unacknowledged_run.py) up to this attempt.
+    settings.RUNNER_UNACKNOWLEDGED_MAX_ATTEMPTS = 1
     next_runs(runner_client)
 
     response = report(runner_client, run.pk, "failed", error="git worktree add: no such repository")

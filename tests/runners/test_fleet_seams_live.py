@@ -1,8 +1,12 @@
-"""A lost run's worktree goes to the attempt that resumes it (issue 24, §1): real `switchyard runner`
-processes on one live server, a task of a repository on the server's machine. The first runner's
-agent reaches the task's worktree, then the runner and its agent are killed with SIGKILL and never
-come back; once the lease lapses the run is lost, and the run queued to resume it prepares the same
-worktree on the other runner and finishes there.
+"""The fleet's seams (issue 24, §1), with real `switchyard runner` processes on one live server.
+
+- A lost run's worktree goes to the attempt that resumes it: a task of a repository on the server's
+  machine; the first runner's agent reaches the task's worktree, then the runner and its agent are
+  killed with SIGKILL and never come back; once the lease lapses the run is lost, and the run queued
+  to resume it prepares the same worktree on the other runner and finishes there.
+- A run handed out and never acknowledged goes back to the queue: a runner killed right after its
+  long poll handed it a run, restarted with the same root, has no record of it; it says so, the run
+  is queued again, and the runner takes it again and finishes it.
 
 The server runs with a short lease (RUNNER_LEASE_SECONDS=5, heartbeats every second), so a lease
 lapses within the test; lease expiry is Celery beat's job in production, called here as the service.
@@ -13,13 +17,15 @@ import signal
 from pathlib import Path
 from unittest import mock
 
+import httpx
 import pytest
 from django.test import override_settings
 
 from board.models import Task
 from config.actors import Actor
+from ledger.models import Event
 from runners.leases import runs_expire_leases
-from runners.models import Run
+from runners.models import Run, Runner
 from runners.services import run_queue
 from tests.browser.server import ServerProcess
 from tests.client.live import server_roots  # noqa: F401
@@ -123,3 +129,35 @@ def test_the_run_that_resumes_a_lost_run_prepares_its_worktree_on_another_runner
     assert (worktree.holder_id, worktree.status) == (None, "active")
     assert Task.objects.get(pk=task.pk).status == "review"
     assert "could not prepare the worktree" not in alive.output()
+
+
+def test_a_run_handed_to_a_runner_killed_before_it_noted_it_is_queued_again_and_done(machines, sy_server):
+    machine = machines("m-restart", FINISH)
+    first = machine.start()
+    wait_for(
+        lambda: Runner.objects.filter(name="m-restart", status="online").exists(),
+        what="the runner to come online",
+        machines=[machine],
+    )
+    # Killed while its long poll was open; the poll's answer, a run, went nowhere: the server may still
+    # hold that poll and answer it into the closed connection, else the test polls with the runner's
+    # key. Either way the run is the runner's, and no state file of it exists.
+    first.kill9()
+    task = TaskFactory(title="Handed out into the void")
+    run = run_queue(actor=Actor(user=UserFactory(username="po", is_staff=True)), task=task, provider="shell")
+    headers = {"Authorization": f"Bearer {machine.key}"}
+    with httpx.Client(base_url=f"{sy_server.url}/api/v1/", headers=headers, timeout=20) as api:
+        api.post("runners/me/next/", json={"wait": 0}).raise_for_status()
+    handed = wait_for(lambda: run_in(run, "assigned"), what="the run to be handed out", machines=[machine])
+    assert (handed.runner.name, handed.attempt) == ("m-restart", 1)
+    assert not machine.state(run)
+
+    # Restarted with the same root: it finds nothing of the run, says so, and the run comes back to it.
+    machine.start()
+    wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=60, what="the run to end", machines=[machine])
+
+    assert (run.status, run.attempt, run.runner.name) == ("succeeded", 2, "m-restart"), run.error
+    assert "had no record of it; handed back, queued again" in machine.output()
+    started = Event.objects.filter(name="run.started", subject_id=str(run.pk)).values_list("payload", flat=True)
+    assert [p["attempt"] for p in started] == [2]
+    assert Task.objects.get(pk=task.pk).status == "review"
