@@ -1,8 +1,8 @@
 """A task with an active run is its run's (SPEC §8): nobody else claims it, neither by claim-next nor
 by id, from the moment the run is queued until it ends; the run's agent claims it when the run starts
 (runners/run_lifecycle.py). Registered with board's claim conditions (board/claim_gates.py), so the
-rule is part of the claim's one statement: a NOT EXISTS that the partial unique index of active runs
-per task (``run_one_active_per_task``) answers with one lookup.
+rule is part of the claim's one statement: a NOT EXISTS on the task's active runs, an index lookup
+(the partial unique index of active runs per task, ``run_one_active_per_task``, or the task key's).
 """
 
 from board.claim_gates import ClaimCondition, claim_condition_register

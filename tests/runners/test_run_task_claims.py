@@ -127,8 +127,8 @@ def test_a_run_asked_to_stop_whose_task_moved_on_ends_cancelled(person, runner_c
     assert Run.objects.get(pk=run.pk).status == "cancelled"
 
 
-def test_the_claim_of_a_run_by_its_own_agent_before_it_starts_is_refused_to_other_agents_only(person, runner_client):
-    """Only the run's agent, once it was handed out: not an agent of the same provider elsewhere."""
+def test_only_the_runs_own_agent_may_claim_its_task_once_it_is_handed_out(person, runner_client):
+    """Not another agent, even one named like it."""
     run = run_queue(actor=person, task=TaskFactory(), provider="demo")
     next_runs(runner_client)
     run.refresh_from_db()
