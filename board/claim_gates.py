@@ -6,6 +6,9 @@ An app registers a gate from its ``AppConfig.ready()``. claim-next asks every ga
 (the ORM path and PostgreSQL's one statement, board/claim_sql.py) and costs no extra statement
 while the row is locked. A claim by id asks the same gates (task_claim) and is refused, with the
 reason, what claim-next would skip.
+
+A claim condition (ClaimCondition) is the other kind: a rule over an app's own tables in SQL, added
+to the claim's statement itself (runners/task_claims.py: a task with an active run is its run's).
 """
 
 from collections.abc import Callable, Mapping
@@ -56,3 +59,47 @@ def claim_refusal(*, agent) -> ClaimRefusal | None:
         campaign_reasons={k: v for answer in found for k, v in answer.campaign_reasons.items()},
         task_reasons={k: v for answer in found for k, v in answer.task_reasons.items()},
     )
+
+
+@dataclass(frozen=True)
+class ClaimCondition:
+    """A rule of an app above board over its own tables that a claim must meet, as SQL on the task's
+    row, so it is part of the claim's one statement (no query of its own per claim). The SQL names
+    the task table as the claim's statement does (``table``, quoted) and reads the other app's tables
+    by their names, which board does not import.
+
+    - ``next_sql(table)``: what claim-next's pick adds (no parameters);
+    - ``claim_sql(table)``: what a claim by id adds, with one ``%s``: the claimant agent's id;
+    - ``reason(task_id=, agent=)``: why this task is not the agent's to claim ("" when it is), asked
+      only when a claim by id was refused.
+    """
+
+    next_sql: Callable[[str], str]
+    claim_sql: Callable[[str], str]
+    reason: Callable[..., str]
+
+
+_conditions: dict[str, ClaimCondition] = {}
+
+
+def claim_condition_register(*, name: str, condition: ClaimCondition) -> None:
+    """Registered by name from ``AppConfig.ready()`` (which may run more than once)."""
+    _conditions[name] = condition
+
+
+def claim_conditions_sql(*, table: str, by_id: bool) -> tuple[str, int]:
+    """`` AND ...`` for every registered condition (or ""), and how many claimant ids it takes."""
+    if by_id:
+        parts = [condition.claim_sql(table) for condition in _conditions.values()]
+    else:
+        parts = [condition.next_sql(table) for condition in _conditions.values()]
+    return "".join(f" AND {part}" for part in parts), len(parts) if by_id else 0
+
+
+def claim_condition_reason(*, task_id: int, agent) -> str:
+    """Why a registered condition keeps this task from the agent ("" when none does)."""
+    for condition in _conditions.values():
+        why = condition.reason(task_id=task_id, agent=agent)
+        if why:
+            return why
+    return ""

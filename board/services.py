@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from board.claim_gates import ClaimRefusal, claim_refusal
+from board.claim_gates import ClaimRefusal, claim_condition_reason, claim_conditions_sql, claim_refusal
 from board.claim_sql import claim_in_one_statement, claim_take_params, claim_take_sql
 from board.live import board_push_tasks
 from board.models import Campaign, Lead, Task, TaskClaim
@@ -157,8 +157,13 @@ def _claim_opened(*, task: Task, agent: Agent, session: AgentSession | None, act
 
 
 def _claim(*, task_id: int, agent: Agent, session: AgentSession | None, actor: Actor) -> Task | None:
-    """Take this task if it is ready and unheld. Caller holds a transaction."""
-    return _claim_take(where="id = %s", params=[task_id], agent=agent, session=session, actor=actor)
+    """Take this task if it is ready, unheld and the registered conditions let this agent have it
+    (board/claim_gates.py: a task with an active run is its run's). Caller holds a transaction."""
+    db = transaction.get_connection()
+    conditions, ids = claim_conditions_sql(table=db.ops.quote_name(Task._meta.db_table), by_id=True)
+    return _claim_take(
+        where=f"id = %s{conditions}", params=[task_id] + [agent.pk] * ids, agent=agent, session=session, actor=actor
+    )
 
 
 def _claim_best(
@@ -191,9 +196,11 @@ def _claim_best(
             if ids:
                 campaign_filter += f" AND ({column} IS NULL OR {column} NOT IN ({', '.join(['%s'] * len(ids))}))"
                 params += sorted(ids)
+    # The registered conditions (a task with an active run is left to its run) take no parameters here.
+    conditions, _ = claim_conditions_sql(table=table, by_id=False)
     pick = (
         f"id = (SELECT id FROM {table} WHERE {_CLAIMABLE} AND (suggested_agent = '' OR suggested_agent = %s)"
-        f"{campaign_filter} ORDER BY priority, rank, id LIMIT 1{lock})"
+        f"{campaign_filter}{conditions} ORDER BY priority, rank, id LIMIT 1{lock})"
     )
     return _claim_take(where=pick, params=params, agent=agent, session=session, actor=actor, checked=True)
 
@@ -228,8 +235,9 @@ def task_claim_next(
 ) -> Task | None:
     """Claim the best ready task: highest priority, then best rank, then oldest. None if there is none.
 
-    Tasks suggested for another agent are left to it, and tasks an exceeded budget stops are left
-    alone (board/claim_gates.py).
+    Tasks suggested for another agent are left to it, tasks an exceeded budget stops are left alone,
+    and so are tasks a registered condition keeps for someone else (a task with an active run is left
+    to its run): board/claim_gates.py.
     """
     _check_claimant(agent=agent, session=session)
     refused = _claim_refused(agent=agent, campaign=campaign)
@@ -261,7 +269,8 @@ def _claim_by_id_refused(*, agent: Agent, task: Task) -> None:
 def task_claim(*, actor: Actor, agent: Agent, task: Task, session: AgentSession | None = None) -> tuple[Task, bool]:
     """Claim this task; True if this call claimed it. Claiming what you already hold is a no-op.
 
-    A task claim-next would leave alone (the gates: board/claim_gates.py) is refused, naming why.
+    A task claim-next would leave alone (the gates: board/claim_gates.py) is refused, naming why; so
+    is one a registered condition keeps from this agent (a task with an active run is its run's).
     """
     _check_claimant(agent=agent, session=session)
     _claim_by_id_refused(agent=agent, task=task)
@@ -275,6 +284,9 @@ def task_claim(*, actor: Actor, agent: Agent, task: Task, session: AgentSession 
     task.refresh_from_db()
     if task.status == Task.Status.IN_PROGRESS and task.assignee_id == agent.pk:
         return task, False
+    why = claim_condition_reason(task_id=task.pk, agent=agent) if task.status == Task.Status.READY else ""
+    if why:
+        raise DomainError(f"Task {task.pk} can't be claimed: {why}", code="conflict")
     holder = f", held by {task.assignee.slug}" if task.assignee_id else ""
     raise DomainError(f"Task {task.pk} is {task.status}{holder}; only ready tasks can be claimed.", code="conflict")
 

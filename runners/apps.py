@@ -10,3 +10,7 @@ class RunnersConfig(AppConfig):
         from runners.pages.cards import card_run_register
 
         card_run_register()
+        # A task with an active run is its run's: claims leave it alone (board's claim conditions).
+        from runners.task_claims import run_claim_condition_register
+
+        run_claim_condition_register()

@@ -2,7 +2,7 @@
 
 Beat calls ``runs_expire_leases`` every 15 s (runners/tasks.py, config/schedules.py). A run whose
 lease lapsed (no heartbeat or poll of its runner for RUNNER_LEASE_SECONDS):
-- assigned (never started): back to the queue, attempt + 1, for any runner;
+- assigned (never started): back to the queue, attempt + 1, for any runner, the card saying why;
 - starting or running: lost (``run.lost``), its session failed (which gives the task back), its
   keys revoked, and with RUNNER_REQUEUE_LOST a new run queued that resumes it.
 Either way the attempt the old runner holds is fenced out: its writes are refused (409 lease_lost).
@@ -22,7 +22,7 @@ from django.utils import timezone
 from config.actors import SYSTEM
 from runners.models import Run, Runner
 from runners.run_lifecycle import run_end_effects
-from runners.services import run_requeue_lost, run_transition
+from runners.services import run_requeue_lost, run_transition, run_unacknowledged_note
 
 S = Run.Status
 LEASED = (S.ASSIGNED, S.STARTING, S.RUNNING)
@@ -61,7 +61,8 @@ def _expire_one(*, run_id: int, now: datetime, result: Expired) -> None:
     if run is None:
         return  # renewed, ended or being expired by another pass meanwhile
     if run.status == S.ASSIGNED:
-        run_transition(actor=SYSTEM, run=run, to=S.QUEUED)
+        why = f"not started within {settings.RUNNER_ASSIGN_ACK_SECONDS} s"
+        run_transition(actor=SYSTEM, run=run, to=S.QUEUED, error=run_unacknowledged_note(run=run, why=why))
         result.requeued.append(run.pk)
         return
     lost = run_transition(actor=SYSTEM, run=run, to=S.LOST)

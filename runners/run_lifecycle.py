@@ -9,9 +9,11 @@ session, the task's claim and the per-run key.
 - -> failed: the task fails with the error; the session fails.
 - -> cancelled: the task stays where the person put it (given back to ready only if the run's agent
   still holds it in progress); the session is cancelled.
-- -> lost (runners/leases.py): the session fails, which gives the task back.
-Every end revokes the run's keys. All of it happens in the transaction of the move, under the
-run's row lock; the ledger events and pushes those services queue go out after commit.
+- -> lost (runners/leases.py): the task is given back, the session fails.
+Every end revokes the run's keys and ends its agent's claim on the run's worktree (a lost run's
+runner cannot give it back, and the attempt queued to resume it needs it). All of it happens in the
+transaction of the move, under the run's row lock; the ledger events and pushes those services queue
+go out after commit.
 
 The task and session are changed as the run's agent, through the board's and the sessions'
 services, so their rules and events are the ones any agent's work has. A task or session a person
@@ -23,6 +25,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from board.models import Task
@@ -33,10 +36,18 @@ from config.api.errors import LEASE_LOST, DomainError
 from config.idempotency import IncomingItem, canonical_sha256
 from runners.identities import run_agent_get_or_create
 from runners.models import Run
-from runners.services import RUN_TRANSITIONS, run_may_drive, run_refuse_stale, run_transition
+from runners.services import (
+    RUN_TRANSITIONS,
+    run_may_drive,
+    run_refuse_stale,
+    run_transition,
+    run_unacknowledged_note,
+)
 from sessions_app.keys import api_key_cache_clear, api_key_create
 from sessions_app.models import AgentApiKey, AgentSession
 from sessions_app.services import ALLOWED_TRANSITIONS, milestone_record, session_open, session_transition
+from workspaces.models import Worktree
+from workspaces.worktrees.claims import worktree_claims_end
 
 S = Run.Status
 # What each terminal status of the run makes of its session.
@@ -55,19 +66,30 @@ class Report:
     changed: bool  # False for a repeated terminal report
     agent_key: str | None = None  # the per-run key, shown once (-> starting)
     resume: ResumeState | None = None  # what the agent resumes from (-> starting), if anything
+    # A report refused after what it refused was written (a start on a task that moved on ends the
+    # run): raised by run_report once that is committed.
+    refusal: DomainError | None = None
 
 
 def _agent_actor(run: Run) -> Actor:
     return Actor(agent=run.agent)
 
 
-@transaction.atomic
 def run_report(*, actor: Actor, run: Run, attempt: int, status: str, **fields) -> Report:
     """The holder reports ``run`` moved to ``status`` (its attempt fences it); see the module docstring.
 
     A terminal status reported again with the same attempt answers as before and changes nothing.
-    ``cancelled`` is refused unless a cancel was asked for (or staff report it).
+    ``cancelled`` is refused unless a cancel was asked for (or staff report it). A start on a task
+    that moved on (done, or held by someone else) is refused, and the run ended with that reason.
     """
+    report = _report(actor=actor, run=run, attempt=attempt, status=status, fields=fields)
+    if report.refusal is not None:
+        raise report.refusal  # after the commit of the run's end: it must not stay active forever
+    return report
+
+
+@transaction.atomic
+def _report(*, actor: Actor, run: Run, attempt: int, status: str, fields: dict) -> Report:
     locked = Run.objects.select_for_update(of=("self",)).select_related("runner", "agent").get(pk=run.pk)
     # The order of run_transition's checks: the fence, then who, then what.
     run_refuse_stale(locked, attempt)
@@ -91,6 +113,8 @@ def run_report(*, actor: Actor, run: Run, attempt: int, status: str, **fields) -
         )
     if status == S.STARTING:
         return _start(actor=actor, run=locked, attempt=attempt, fields=fields)
+    if status == S.FAILED and locked.status == S.ASSIGNED:
+        return _unacknowledged(actor=actor, run=locked, attempt=attempt, fields=fields)
     moved = run_transition(actor=actor, run=locked, to=status, attempt=attempt, **fields)
     if status in Run.TERMINAL:
         run_end_effects(run=moved, actor=_agent_actor(moved))
@@ -108,15 +132,13 @@ def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
         task.status == Task.Status.READY
         or (task.status == Task.Status.IN_PROGRESS and task.assignee_id == run.agent_id)
     ):
-        # Checked before anything is written: the session's folder would outlive a rollback.
+        # Checked before the session is opened: its folder would outlive a rollback.
         held = " held by another agent" if task.assignee_id not in (None, run.agent_id) else ""
-        raise DomainError(
-            f"Task {task.pk} is {task.status}{held}; a run starts on a ready task.",
-            code="conflict",
-            extra={"task": task.pk, "task_status": task.status},
-        )
+        return _start_refused(actor=actor, run=run, attempt=attempt, task=task, why=f"{task.status}{held}")
     # Acknowledged: from now on the lease is the full one, renewed by the runner's heartbeats.
     fields = {**fields, "lease_expires_at": timezone.now() + timedelta(seconds=settings.RUNNER_LEASE_SECONDS)}
+    if run.error:
+        fields["error"] = ""  # why an earlier handing out went unacknowledged: told while it was queued
     moved = run_transition(actor=actor, run=run, to=S.STARTING, attempt=attempt, **fields)
     agent_actor = _agent_actor(moved)
     session = moved.session
@@ -141,6 +163,40 @@ def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
     else:
         resume = None
     return Report(run=moved, changed=True, agent_key=key, resume=resume)
+
+
+def _unacknowledged(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
+    """Failed before it was acknowledged (never reported starting): the runner had no record of it
+    (killed after its long poll answered, restarted with the same root) or could not take it. Back
+    to the queue for any runner, as a lapsed assignment goes (runners/leases.py), attempt + 1, the
+    card saying so; from attempt RUNNER_UNACKNOWLEDGED_MAX_ATTEMPTS on the failure stands."""
+    reported = (fields.get("error") or "").strip()
+    if run.attempt >= settings.RUNNER_UNACKNOWLEDGED_MAX_ATTEMPTS:
+        tail = f"Failed before it started, at attempt {run.attempt}: not queued again."
+        fields = {**fields, "error": f"{reported}\n{tail}".strip()}
+        moved = run_transition(actor=actor, run=run, to=S.FAILED, attempt=attempt, **fields)
+        run_end_effects(run=moved, actor=_agent_actor(moved))
+        return Report(run=moved, changed=True)
+    why = f"its runner reported {reported.splitlines()[0][:150]!r}" if reported else "its runner reported it failed"
+    note = run_unacknowledged_note(run=run, why=why)
+    return Report(run=run_transition(actor=actor, run=run, to=S.QUEUED, attempt=attempt, error=note), changed=True)
+
+
+def _start_refused(*, actor: Actor, run: Run, attempt: int, task: Task, why: str) -> Report:
+    """The task moved on while the run waited (someone else did it, a person moved it): the run can
+    never start, so it ends now, cancelled if a stop was asked for, else failed, with the reason."""
+    reason = f"Task {task.pk} is {why}; a run starts on a ready task."
+    to = S.CANCELLED if run.cancel_requested_at is not None else S.FAILED
+    moved = run_transition(
+        actor=actor, run=run, to=to, attempt=attempt, agent=run.agent, error=f"Could not start: {reason}"
+    )
+    run_end_effects(run=moved, actor=_agent_actor(moved))
+    refusal = DomainError(
+        f"{reason} Run {moved.pk} ended {to}.",
+        code="conflict",
+        extra={"task": task.pk, "task_status": task.status, "run": moved.pk, "run_status": to},
+    )
+    return Report(run=moved, changed=True, refusal=refusal)
 
 
 def run_key_mint(*, run: Run) -> str:
@@ -177,12 +233,28 @@ def run_end_effects(*, run: Run, actor: Actor) -> None:
         task_complete(actor=actor, task=task, review=True)
     elif held and run.status == S.FAILED:
         task_fail(actor=actor, task=task, error=_exit_error(run))
-    elif held and run.status == S.CANCELLED:
-        task_release(actor=actor, task=task)
-    # lost: failing the session below gives the task back (task_claims_release_for_session)
+    elif held and run.status in (S.CANCELLED, S.LOST):
+        task_release(actor=actor, task=task)  # lost: for the run queued again to resume it
     if session is not None:
         _session_end(actor=actor, session=session, status=SESSION_END[run.status], reason=f"run {run.pk} {run.status}")
+    run_worktrees_free(actor=actor, run=run, task=task)
     run_keys_revoke(run=run)
+
+
+def run_worktrees_free(*, actor: Actor, run: Run, task: Task) -> list[int]:
+    """End the claims the run's agent holds on the run's worktree: the one named for its task in the
+    task's repository (``<type>-<task>``: runner/workdir.py), or the folder it reported working in.
+    A runner gives it back itself when its run ends; a lost run's runner is gone, and its claim would
+    keep the next attempt, on another runner, out for WORKTREE_LEASE_TTL_SECONDS. The agent is shared
+    by the runner's runs of one provider, but each of them works another task, so another worktree."""
+    mine = Q(repository_id=task.repository_id, name=str(task.pk)) if task.repository_id else None
+    if run.workdir:
+        mine = Q(real_path=run.workdir) if mine is None else mine | Q(real_path=run.workdir)
+    if run.agent_id is None or mine is None:
+        return []
+    return worktree_claims_end(
+        actor=actor, agent=run.agent, worktrees=Worktree.objects.filter(mine), reason=f"run {run.pk} {run.status}"
+    )
 
 
 def _exit_error(run: Run) -> str:

@@ -177,6 +177,16 @@ def run_requeue_lost(*, actor: Actor, lost: Run) -> Run:
     return run
 
 
+NOTE_MAX = 300
+
+
+def run_unacknowledged_note(*, run: Run, why: str) -> str:
+    """What the card shows of a run handed to a runner that never acknowledged it, once it is queued
+    again (stored as its ``error`` until it starts)."""
+    runner = run.runner.name if run.runner_id else "a runner"
+    return f"Handed to runner {runner} (attempt {run.attempt}), not acknowledged: {why}; queued again."[:NOTE_MAX]
+
+
 def run_may_drive(actor: Actor, runner: Runner | None) -> bool:
     """Switchyard itself, staff, or the runner holding the run (by a key of scope 'run')."""
     if actor.system or actor.is_staff:

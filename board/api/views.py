@@ -64,7 +64,10 @@ class TaskDetailView(APIView):
 class TaskClaimNextView(APIView):
     @extend_schema(
         request=s.ClaimNextInput,
-        responses={200: s.TaskOutput, 204: OpenApiResponse(description="No ready task.")},
+        responses={
+            200: s.TaskOutput,
+            204: OpenApiResponse(description="No ready task (tasks with an active run are left to their runs)."),
+        },
         summary="Claim the best ready task",
     )
     def post(self, request):
@@ -89,7 +92,8 @@ class TaskClaimView(APIView):
             200: s.TaskOutput,
             409: OpenApiResponse(
                 description="Taken, or not ready, or what claim-next would leave alone: an exceeded budget of the "
-                "task, its campaign, the agent or the day (the message names it; nothing is claimed)."
+                "task, its campaign, the agent or the day, or an active run of the task, which only that run claims "
+                "(the message names it; nothing is claimed)."
             ),
         },
         summary="Claim this task",

@@ -274,6 +274,9 @@ RUNNER_REQUEUE_LOST = env_bool("RUNNER_REQUEUE_LOST", True)
 # back to the queue. Its lease is not renewed by heartbeats: a runner killed while its long poll was
 # open may still be handed a run, and nobody would ever start it.
 RUNNER_ASSIGN_ACK_SECONDS = env_int("RUNNER_ASSIGN_ACK_SECONDS", 15, minimum=1)
+# A run its runner reports failed before acknowledging it (a runner restarted without its record of
+# the run) goes back to the queue too, attempt + 1, up to this attempt; then the failure stands.
+RUNNER_UNACKNOWLEDGED_MAX_ATTEMPTS = env_int("RUNNER_UNACKNOWLEDGED_MAX_ATTEMPTS", 5, minimum=1)
 # The longest the server holds a runner's long poll, whatever it asks (at most 30 s): lower it
 # when a proxy in front closes idle requests sooner.
 RUNNER_POLL_MAX_SECONDS = env_int("RUNNER_POLL_MAX_SECONDS", 30, minimum=0)

@@ -221,8 +221,9 @@ class RunStatusView(APIView):
         responses={
             200: s.RunStatusOutput,
             409: lease_lost_response(
-                "A stale attempt (code lease_lost: the run was handed back or to another runner), or a move the "
-                "run's state machine does not allow."
+                "A stale attempt (code lease_lost: the run was handed back or to another runner), a move the "
+                "run's state machine does not allow, or a start on a task that moved on (done, or held by another "
+                "agent): the run is then ended, failed (cancelled if a stop was asked for), and `run_status` says so."
             ),
         },
         summary="Report a run's status: starting, running, or how it ended (the holding runner's key)",

@@ -14,6 +14,8 @@ def card_run_annotations() -> dict:
     return {
         "run_status": Subquery(active.values("status")[:1]),
         "run_runner": Subquery(active.values("runner__name")[:1]),
+        # Why a queued run is queued again (handed to a runner that never acknowledged it), else "".
+        "run_note": Subquery(active.filter(status=Run.Status.QUEUED).values("error")[:1]),
     }
 
 

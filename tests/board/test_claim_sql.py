@@ -13,8 +13,10 @@ from django.db import connection
 from board import services
 from board.models import Task, TaskClaim
 from config.actors import Actor
+from config.api.errors import DomainError
 from ledger.models import Event
-from tests.factories import SessionFactory, TaskFactory
+from runners.services import run_queue
+from tests.factories import SessionFactory, TaskFactory, UserFactory
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # task_claim_next runs its statement in autocommit
@@ -92,3 +94,25 @@ def test_the_one_statement_stamps_the_task_claim_and_event_with_one_time(agent):
     claim = TaskClaim.objects.get(task=task)
     event = Event.objects.get(subject_type="task", subject_id=str(task.pk), name="task.claimed")
     assert task.started_at == task.updated_at == claim.claimed_at == event.created_at
+
+
+def test_both_paths_leave_a_task_with_an_active_run_to_its_run(agent, monkeypatch):
+    """The claim conditions (runners/task_claims.py) are part of both paths' statements alike."""
+    actor = Actor(agent=agent)
+    first, second = _twins()
+    kept = TaskFactory(title="Has a run", priority=Task.Priority.P0)  # the best task on the board
+    run = run_queue(actor=Actor(user=UserFactory(is_staff=True)), task=kept, provider="demo")
+
+    fast_task = services.task_claim_next(actor=actor, agent=agent)
+    with pytest.raises(DomainError, match=f"run {run.pk} \\(queued\\)"):
+        services.task_claim(actor=actor, agent=agent, task=kept)
+    _general_path(monkeypatch)
+    general_task = services.task_claim_next(actor=actor, agent=agent)
+    with pytest.raises(DomainError, match=f"run {run.pk} \\(queued\\)"):
+        services.task_claim(actor=actor, agent=agent, task=kept)
+
+    assert [fast_task.pk, general_task.pk] == [first.pk, second.pk]
+    assert _rows(first.pk) == _rows(second.pk)
+    kept.refresh_from_db()
+    assert (kept.status, kept.assignee_id, TaskClaim.objects.filter(task=kept).exists()) == ("ready", None, False)
+    assert services.task_claim_next(actor=actor, agent=agent) is None  # nothing left but the run's

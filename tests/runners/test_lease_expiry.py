@@ -2,6 +2,7 @@
 re-queued, the old attempt is fenced out, and the runner goes offline."""
 
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.utils import timezone
@@ -10,11 +11,13 @@ from board.models import Task, TaskClaim
 from config.api.errors import LEASE_LOST
 from config.schedules import schedules
 from ledger.models import Event
+from runners import leases
 from runners.leases import runs_expire_leases
 from runners.models import Run, Runner
 from runners.tasks import runs_expire_leases_task
 from sessions_app.models import AgentApiKey
 from tests.runners.runner_clients import client_with_key, next_runs, post_log, report, take_and_start
+from workspaces.models import Repository, Worktree
 
 pytestmark = pytest.mark.django_db
 LATER = timedelta(seconds=61)
@@ -144,3 +147,74 @@ def test_the_task_runs_it_and_beat_schedules_it_every_15_s(runner_client, queue_
     assert runs_expire_leases_task.run() == {"requeued": 1, "lost": 0, "offline": 0}
     schedule = {s.task: s for s in schedules()}["runners.tasks.runs_expire_leases_task"]
     assert schedule.every_seconds == 15
+
+
+def _worktree_of(task: Task) -> Worktree:
+    """The worktree a runner makes for ``task`` (``task-<id>`` beside the clone: runner/workdir.py)."""
+    repository = Repository.objects.create(name="demo-shop", path="/srv/src/demo-shop")
+    Task.objects.filter(pk=task.pk).update(repository=repository)
+    return Worktree.objects.create(
+        repository=repository,
+        type="task",
+        name=str(task.pk),
+        branch=f"task-{task.pk}",
+        real_path=f"/srv/src/task-{task.pk}",
+    )
+
+
+def _lost_with_its_worktree_claimed(runner_client, queue_run) -> tuple[Run, Worktree]:
+    """A started run whose agent claimed the task's worktree with the run's key, its lease lapsed."""
+    run = queue_run()
+    tree = _worktree_of(run.task)
+    started = take_and_start(runner_client, run)
+    claimed = client_with_key(started["agent_key"]).post(f"/api/v1/worktrees/{tree.pk}/claim/", {}, format="json")
+    assert claimed.status_code == 200, claimed.json()
+    assert Worktree.objects.get(pk=tree.pk).holder.slug == "demo-at-build-1"
+    return run, tree
+
+
+def test_a_lost_run_frees_its_task_and_worktree_for_the_attempt_that_resumes_it(
+    runner_client, other_runner_client, queue_run
+):
+    run, tree = _lost_with_its_worktree_claimed(runner_client, queue_run)
+
+    expired = runs_expire_leases(now=timezone.now() + LATER)
+
+    # then the claims the dead attempt held are gone: the task's and the worktree's
+    assert expired.lost == [run.pk]
+    task = Task.objects.get(pk=run.task_id)
+    assert (task.status, task.assignee_id) == ("ready", None)
+    freed = Worktree.objects.get(pk=tree.pk)
+    assert (freed.holder_id, freed.lease_expires_at) == (None, None)
+    released = Event.objects.get(name="worktree.released", subject_id=str(tree.pk))
+    assert released.payload["reason"] == f"run {run.pk} lost"
+    # and the attempt that resumes it, on the other runner, takes both at once
+    again = Run.objects.get(pk=expired.resumed_by[run.pk])
+    assert [r["id"] for r in next_runs(other_runner_client).json()["runs"]] == [again.pk]
+    started = report(other_runner_client, again.pk, "starting")
+    assert started.status_code == 200, started.json()
+    claimed = client_with_key(started.json()["agent_key"]).post(
+        f"/api/v1/worktrees/{tree.pk}/claim/", {}, format="json"
+    )
+    assert (claimed.status_code, claimed.json()["outcome"]) == (200, "granted"), claimed.json()
+    assert Worktree.objects.get(pk=tree.pk).holder.slug == "demo-at-build-2"
+
+
+def test_a_lost_runs_claims_are_freed_in_the_transaction_that_marks_it_lost(runner_client, queue_run, monkeypatch):
+    run, tree = _lost_with_its_worktree_claimed(runner_client, queue_run)
+    # The last step of the expiry fails: everything it did before is rolled back with it.
+    monkeypatch.setattr(leases, "run_requeue_lost", mock.Mock(side_effect=RuntimeError("broker gone")))
+
+    with pytest.raises(RuntimeError, match="broker gone"):
+        runs_expire_leases(now=timezone.now() + LATER)
+
+    # nothing moved: not lost, the task and the worktree still held by the run's agent
+    stored = Run.objects.select_related("task", "agent").get(pk=run.pk)
+    assert (stored.status, stored.task.status, stored.task.assignee_id) == ("starting", "in_progress", stored.agent_id)
+    assert Worktree.objects.get(pk=tree.pk).holder_id == stored.agent_id
+
+    # and with the step back, one pass does all of it
+    monkeypatch.undo()
+    assert runs_expire_leases(now=timezone.now() + LATER).lost == [run.pk]
+    assert Run.objects.get(pk=run.pk).status == "lost"
+    assert (Task.objects.get(pk=run.task_id).status, Worktree.objects.get(pk=tree.pk).holder_id) == ("ready", None)

@@ -141,7 +141,9 @@ def test_a_failed_task_run_again_is_claimed_by_the_new_run(runner_client, run, p
     ]
 
 
-def test_a_run_that_could_not_start_fails_without_a_session(runner_client, run):
+def test_a_run_that_could_not_start_fails_without_a_session(runner_client, run, settings):
+    # Never acknowledged, it would go back to the queue (test_unacknowledged_run.py) up to this attempt.
+    settings.RUNNER_UNACKNOWLEDGED_MAX_ATTEMPTS = 1
     next_runs(runner_client)
 
     response = report(runner_client, run.pk, "failed", error="git worktree add: no such repository")
@@ -294,16 +296,19 @@ def test_an_illegal_move_is_409(runner_client, run):
     assert world_state() == before
 
 
-def test_a_run_of_a_task_no_longer_ready_does_not_start_and_changes_nothing(runner_client, run):
+def test_a_run_of_a_task_no_longer_ready_does_not_start_and_ends_failed(runner_client, run):
     next_runs(runner_client)
     Task.objects.filter(pk=run.task_id).update(status=Task.Status.BLOCKED)
-    before = world_state()
+    sessions, keys = AgentSession.objects.count(), AgentApiKey.objects.count()
 
     response = report(runner_client, run.pk, "starting")
 
+    # It could never start: it ends (issue 24) instead of staying active, and nothing else is written.
     assert response.status_code == 409
-    assert response.json()["task_status"] == "blocked"
-    assert world_state() == before
+    assert (response.json()["task_status"], response.json()["run_status"]) == ("blocked", "failed")
+    assert Run.objects.get(pk=run.pk).status == "failed"
+    assert Task.objects.get(pk=run.task_id).status == "blocked"
+    assert (AgentSession.objects.count(), AgentApiKey.objects.count()) == (sessions, keys)
 
 
 def test_a_restart_is_a_new_attempt_with_a_new_key_and_the_session_to_resume(runner_client, run):

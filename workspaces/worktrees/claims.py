@@ -384,14 +384,27 @@ def worktree_leases_expire(*, actor: Actor, agent: Agent, reason: str) -> list[i
     Returns the ids of the worktrees it held. Locks each worktree row in id order; the caller's
     transaction, if any, keeps the locks until it commits.
     """
+    return _claims_end(actor=actor, agent=agent, worktrees=None, reason=reason)
+
+
+def worktree_claims_end(*, actor: Actor, agent: Agent, worktrees, reason: str) -> list[int]:
+    """End the agent's claims on ``worktrees`` (a queryset) now, as worktree_leases_expire does for all
+    of them: a run that held them ended (runners/run_lifecycle.py), so the next attempt, on any
+    runner, can claim them at once. Returns the ids of the worktrees it held there."""
+    return _claims_end(actor=actor, agent=agent, worktrees=worktrees, reason=reason)
+
+
+def _claims_end(*, actor: Actor, agent: Agent, worktrees, reason: str) -> list[int]:
+    """The agent's claims on ``worktrees`` (None: on any) and its places in their queues, ended."""
     expired = []
     now = timezone.now()
-    held = Worktree.objects.filter(holder=agent).order_by("pk").values_list("pk", flat=True)
+    held = (Worktree.objects.all() if worktrees is None else worktrees).filter(holder=agent)
+    waiting = WorktreeClaimRequest.objects.filter(agent=agent, status=WorktreeClaimRequest.Status.WAITING)
+    if worktrees is not None:
+        waiting = waiting.filter(worktree__in=worktrees)
     with transaction.atomic():
-        WorktreeClaimRequest.objects.filter(agent=agent, status=WorktreeClaimRequest.Status.WAITING).update(
-            status=WorktreeClaimRequest.Status.CANCELLED, resolved_at=now
-        )
-        for worktree_id in held:
+        waiting.update(status=WorktreeClaimRequest.Status.CANCELLED, resolved_at=now)
+        for worktree_id in held.order_by("pk").values_list("pk", flat=True):
             row = worktree_locked(worktree_id)
             if row.holder_id != agent.pk:
                 continue  # released or re-granted since we looked

@@ -185,9 +185,12 @@ class Runner:
                     "error": f"runner {self.config.name} lost track of this run (no local state); queue it again",
                 }
                 try:
-                    self.api.request("POST", f"runs/{run_id}/status/", json=body)
-                    self.console.say(f"run {run_id} failed: this runner had no record of it")
-                except SwitchyardError:
+                    answer = self.api.request("POST", f"runs/{run_id}/status/", json=body).json()
+                    # The server queues a run never started again (its acknowledgement rule).
+                    status = (answer.get("run") or {}).get("status") or "failed"
+                    outcome = "handed back, queued again" if status == "queued" else status
+                    self.console.say(f"run {run_id}: this runner had no record of it; {outcome}")
+                except (SwitchyardError, ValueError):
                     pass
                 seen.discard(run_id)
         self.unknown = {k: v for k, v in self.unknown.items() if k in seen}
