@@ -103,7 +103,8 @@ def test_the_card_panel_shows_the_form_and_a_product_owner_accepts(agent_client,
 def test_an_elicitation_needs_one_of_its_actions(engineer_client, asking):
     before = AgentSession.objects.get(pk="elic").last_event_seq
 
-    response = engineer_client.post("/sessions/elic/answer/", {"decision": "allow", "answer": "sure"})
+    seq = StreamEvent.objects.get(session=asking, client_id="elic-1").seq
+    response = engineer_client.post("/sessions/elic/answer/", {"question": seq, "decision": "allow", "answer": "sure"})
 
     assert response.status_code == 400 and "Choose Accept, Decline or Cancel" in response.content.decode()
     assert AgentSession.objects.get(pk="elic").last_event_seq == before
