@@ -6,19 +6,17 @@ username logged in with the right password under another claimed address, and a 
 address on each try never locked; and one 127,890-byte header, sent at once, was served.
 """
 
-import re
 import socket
 
-import httpx
 import pytest
 
 from tests.browser.server import module_server
+from tests.config.login_page import login, login_status
 from tests.config.test_http_limits import read_until_closed, send_all_until_refused, status_of
 from tests.factories import UserFactory
 
 LIMIT = 3
 PASSWORD = "right-pw-for-tests"
-LOCKED = "Too many failed attempts"
 # A None value keeps the variable out of the server's environment: the default is what is tested.
 SERVER_ENV = {"LOGIN_FAILURE_LIMIT": str(LIMIT), "FORWARDED_ALLOW_IPS": None}
 
@@ -39,43 +37,25 @@ def behind_proxy(django_db_setup, django_db_blocker, tmp_path_factory):
     process.stop()
 
 
-def _login(base: str, username: str, password: str, forwarded_for: str | None = None) -> httpx.Response:
-    """A person's login through the page: its form (with the CSRF token), then the post."""
-    with httpx.Client(base_url=base, timeout=15) as client:
-        form = client.get("/accounts/login/").text
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
-        headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
-        data = {"username": username, "password": password, "csrfmiddlewaretoken": token}
-        return client.post("/accounts/login/", data=data, headers=headers)
-
-
-def _status(response: httpx.Response) -> str:
-    if response.status_code == 302:
-        return "logged in"
-    if response.status_code == 429 and LOCKED in response.text:
-        return "locked"
-    return f"refused {response.status_code}"
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_locked_username_stays_locked_whatever_x_forwarded_for_claims(server):
     # given a username locked at the loopback address (the third wrong password already answers locked)
     person = UserFactory(username="xff-locked", password=PASSWORD)
-    tries = [_status(_login(server.url, person.username, "wrong")) for _ in range(LIMIT)]
+    tries = [login_status(login(server.url, person.username, "wrong")) for _ in range(LIMIT)]
     assert tries == ["refused 200"] * (LIMIT - 1) + ["locked"]
 
     # then the right password under another claimed address is refused as well
-    assert _status(_login(server.url, person.username, PASSWORD, forwarded_for="10.1.1.2")) == "locked"
-    assert _status(_login(server.url, person.username, PASSWORD)) == "locked"
+    assert login_status(login(server.url, person.username, PASSWORD, forwarded_for="10.1.1.2")) == "locked"
+    assert login_status(login(server.url, person.username, PASSWORD)) == "locked"
 
 
 @pytest.mark.django_db(transaction=True)
 def test_an_address_claimed_afresh_on_each_try_still_locks(server):
     person = UserFactory(username="xff-rotating", password=PASSWORD)
     for n in range(LIMIT):
-        _login(server.url, person.username, "wrong", forwarded_for=f"10.2.0.{n + 1}")
+        login(server.url, person.username, "wrong", forwarded_for=f"10.2.0.{n + 1}")
 
-    assert _status(_login(server.url, person.username, PASSWORD, forwarded_for="10.2.0.99")) == "locked"
+    assert login_status(login(server.url, person.username, PASSWORD, forwarded_for="10.2.0.99")) == "locked"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -83,11 +63,11 @@ def test_a_proxy_named_in_forwarded_allow_ips_is_believed(behind_proxy):
     # given a username locked at the address the proxy says the person has
     person = UserFactory(username="xff-proxied", password=PASSWORD)
     for _ in range(LIMIT):
-        _login(behind_proxy.url, person.username, "wrong", forwarded_for="10.3.0.1")
+        login(behind_proxy.url, person.username, "wrong", forwarded_for="10.3.0.1")
 
     # then it is locked there, and not for the same person coming through the proxy from elsewhere
-    assert _status(_login(behind_proxy.url, person.username, PASSWORD, forwarded_for="10.3.0.1")) == "locked"
-    assert _status(_login(behind_proxy.url, person.username, PASSWORD, forwarded_for="10.3.0.2")) == "logged in"
+    assert login_status(login(behind_proxy.url, person.username, PASSWORD, forwarded_for="10.3.0.1")) == "locked"
+    assert login_status(login(behind_proxy.url, person.username, PASSWORD, forwarded_for="10.3.0.2")) == "logged in"
 
 
 def _send(port: int, head: bytes) -> bytes:
