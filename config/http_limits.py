@@ -14,7 +14,7 @@ import asyncio
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from config.env import env_int
+from config.env import env_int, env_str
 
 # The request line and headers together, in bytes (nginx allows 4 x 8 KB by default).
 MAX_HEADER_BYTES = env_int("HTTP_MAX_HEADER_BYTES", 64 * 1024, minimum=1024)
@@ -28,6 +28,11 @@ BODY_IDLE_TIMEOUT_SECONDS = env_int("HTTP_BODY_IDLE_TIMEOUT_SECONDS", 30, minimu
 KEEPALIVE_SECONDS = env_int("HTTP_KEEPALIVE_SECONDS", 5, minimum=1)
 # Connections (websockets included) one server process holds at once; beyond it new requests get 503.
 MAX_CONNECTIONS = env_int("HTTP_MAX_CONNECTIONS", 1000, minimum=1)
+# The proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or networks, comma
+# separated, or *), set on purpose where one fronts the web process; by default none. uvicorn's own
+# default believes 127.0.0.1, where local agents and runners connect from: any of them could then name
+# another address per request and walk past the login lockout, which counts failures per address.
+FORWARDED_ALLOW_IPS = env_str("FORWARDED_ALLOW_IPS", "").strip()
 
 
 class RequestRefused(Exception):
@@ -39,6 +44,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         self._in_head = True  # between requests and until a request's headers are complete
         self._head_bytes = 0
+        self._parsed_head_bytes = 0
         self._header_count = 0
         self._refused = False
         self._body_timer: asyncio.TimerHandle | None = None
@@ -68,16 +74,31 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_count = 0
+        self._parsed_head_bytes = 0
         if self._head_timer is not None:
             self._head_timer.cancel()
         self._head_timer = self.loop.call_later(HEAD_TIMEOUT_SECONDS, self._head_too_slow)
+
+    def on_url(self, url: bytes) -> None:
+        self._count_parsed_head(len(url))
+        super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_count += 1
         if self._header_count > MAX_HEADERS:
             self._refuse(431, f"More than {MAX_HEADERS} request header fields.")
             raise RequestRefused
+        self._count_parsed_head(len(name) + len(value) + 4)  # ": " and CRLF
         super().on_header(name, value)
+
+    def _count_parsed_head(self, size: int) -> None:
+        """The head's size as the parser hands it over. data_received's count alone misses a head that
+        arrives whole in one read (one 128 KB header sent at once): the parser reaches its end inside
+        that call, before the count there is looked at."""
+        self._parsed_head_bytes += size
+        if self._parsed_head_bytes > MAX_HEADER_BYTES:
+            self._refuse(431, "Request header fields too large.")
+            raise RequestRefused
 
     def on_headers_complete(self) -> None:
         self._in_head = False
@@ -146,6 +167,10 @@ def uvicorn_config_kwargs() -> dict:
         "http": LimitedHttpToolsProtocol,
         "timeout_keep_alive": KEEPALIVE_SECONDS,
         "limit_concurrency": MAX_CONNECTIONS,
+        # No proxy is believed unless FORWARDED_ALLOW_IPS names one (this overrides gunicorn's own
+        # --forwarded-allow-ips, which uvicorn-worker would pass on with uvicorn's 127.0.0.1 default).
+        "proxy_headers": bool(FORWARDED_ALLOW_IPS),
+        "forwarded_allow_ips": FORWARDED_ALLOW_IPS or None,
         # Only used if the h11 protocol is chosen instead: its bound on the request head.
         "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
     }

@@ -20,12 +20,29 @@ from sessions_app.selectors import session_question
 from sessions_app.services import append_system_event, session_transition
 
 ANSWER_MAX_CHARS = 20_000
+
+
+class QuestionChanged(DomainError):
+    """The question open now is not the one the person answered (409): show the new one."""
+
+    def __init__(self):
+        super().__init__(
+            "The agent asked another question meanwhile: read it, then send your answer again.", code="conflict"
+        )
+
+
 Status = AgentSession.Status
 
 
 @transaction.atomic
 def session_answer_input(
-    *, actor: Actor, session: AgentSession, answer: str, decision: str = "", form: dict[str, str] | None = None
+    *,
+    actor: Actor,
+    session: AgentSession,
+    answer: str,
+    decision: str = "",
+    form: dict[str, str] | None = None,
+    question_seq: str | None = None,
 ) -> StreamEvent:
     """Store a person's answer as an ``input_request`` event and move the session back to running.
 
@@ -34,6 +51,11 @@ def session_answer_input(
     ``form``'s ``field:*`` values), "decline" or "cancel"; any other question with text.
     Locks the session row, so two people answering at once store one answer: the second finds
     the session running and gets a 409.
+
+    ``question_seq``: the seq of the question the person was shown ("" for none), as the answer forms
+    send it. A different open question (the agent asked again meanwhile: an Allow for ``ls -la`` must
+    not allow the ``curl ... | sh`` asked since) is a 409, checked under the lock.
+    None: not checked (the system's own answers, budget_waiting_release's).
     """
     answer = (answer or "").strip()
     if not answer and not decision:
@@ -50,6 +72,8 @@ def session_answer_input(
             code="conflict",
         )
     question = session_question(session=session)
+    if question_seq is not None and question_seq != (str(question.seq) if question is not None else ""):
+        raise QuestionChanged
     payload = {
         "answer": answer,
         "in_reply_to": question.seq if question else None,

@@ -66,6 +66,21 @@ class ServeLock:
         handle.flush()
         self._file = handle
 
+    def check(self) -> None:
+        """Raise ServeAlreadyRunning if a serve holds the lock now; else nothing (the lock is taken and
+        dropped at once, the file left as it was). For what runs before serve (setup_demo under `make
+        run`): a second `make run` must refuse before it rewrites the files the running one reads."""
+        if not self.path.exists():
+            return
+        with open(self.path, encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                raise ServeAlreadyRunning(self.path, _parse(handle.read())) from None
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
     def release(self) -> None:
         if self._file is not None:
             self._file.close()  # closing the last descriptor drops the flock

@@ -1,6 +1,7 @@
 """Small filters for board cards; each runs once per card, so they stay plain Python."""
 
 from datetime import datetime
+from urllib.parse import urlsplit
 
 import markdown
 import nh3
@@ -32,8 +33,35 @@ def ago(value: datetime | None) -> str:
     return f"{short} ago" if short else ""
 
 
+_C0_AND_SPACE = "".join(chr(n) for n in range(0x21))  # what a browser strips from a URL's ends
+
+
+def _same_site_image(value: str) -> bool:
+    """Is an image's ``src`` a path on this site? A browser fetches an image as soon as the card
+    opens, so one from elsewhere tells its owner who read the card and when (a tracking pixel).
+    Browsers drop tabs and newlines inside a URL and read a backslash as a slash: ``/\\host/x`` and
+    ``/<tab>/host/x`` are ``//host/x``, so those are refused before the URL is read."""
+    if "\\" in value or any(c in value for c in "\t\n\r"):
+        return False
+    stripped = value.strip(_C0_AND_SPACE)
+    parts = urlsplit(stripped)
+    return not parts.scheme and not parts.netloc and not stripped.startswith("//")
+
+
+def _drop_external_images(element: str, attribute: str, value: str) -> str | None:
+    if element == "img" and attribute == "src" and not _same_site_image(value):
+        return None  # the image goes; its alt text stays, so the reader sees what was there
+    return value
+
+
+# Made once: a card's description is rendered on every panel opening.
+_CLEANER = nh3.Cleaner(attribute_filter=_drop_external_images)
+
+
 @register.filter
 def markdown_safe(text: str) -> str:
-    """Markdown to HTML, then sanitised: a description is written by people and agents alike."""
+    """Markdown to HTML, then sanitised: a description is written by people and agents alike. Images
+    from other sites are dropped (see _same_site_image); the pages' CSP (config.security_headers) refuses
+    them too."""
     html = markdown.markdown(text or "", extensions=["fenced_code", "tables", "sane_lists"])
-    return mark_safe(nh3.clean(html))  # safe: nh3 has just removed anything unsafe
+    return mark_safe(_CLEANER.clean(html))  # safe: nh3 has just removed anything unsafe

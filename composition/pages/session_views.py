@@ -16,7 +16,7 @@ from config.live import live_seq_current
 from config.pages import ENGINEERING, page_for
 from sessions_app import logs
 from sessions_app.elicitations import elicitation_form_values
-from sessions_app.input_requests import session_answer_input
+from sessions_app.input_requests import QuestionChanged, session_answer_input
 from sessions_app.live import session_group
 from sessions_app.models import AgentSession
 from sessions_app.selectors import session_question
@@ -91,10 +91,14 @@ def session_answer(request, session_id: str):
             answer=answer,
             decision=request.POST.get("decision", ""),
             form=elicitation_form_values(request.POST),
+            # The question the form showed (its hidden field; absent reads as none): an answer is
+            # never given to a question the person did not see.
+            question_seq=request.POST.get("question", ""),
         )
     except DomainError as error:
         if request.htmx:
-            # htmx swaps only 2xx answers: the box comes back with the error in it.
+            # htmx swaps only 2xx answers: the box comes back with the error (and the question now
+            # open, when that changed) in it.
             context = {
                 "session": session,
                 "question": _question(session),
@@ -102,7 +106,8 @@ def session_answer(request, session_id: str):
                 "answer_error": error.message,
             }
             return render(request, "sessions/_input_box.html", context)
-        return _render_detail(request, session_id, answer=answer, answer_error=error.message, status=400)
+        status = 409 if isinstance(error, QuestionChanged) else 400
+        return _render_detail(request, session_id, answer=answer, answer_error=error.message, status=status)
     if request.htmx:
         session.refresh_from_db()
         return render(request, "sessions/_input_box.html", {"session": session, "answer_sent": True})

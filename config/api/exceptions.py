@@ -14,12 +14,12 @@ from config.api.errors import DomainError, PayloadTooLarge
 logger = logging.getLogger(__name__)
 
 
-def _first_message(detail) -> str:
+def first_message(detail) -> str:
     if isinstance(detail, list) and detail:
-        return _first_message(detail[0])
+        return first_message(detail[0])
     if isinstance(detail, dict) and detail:
         key, value = next(iter(detail.items()))
-        inner = _first_message(value)
+        inner = first_message(value)
         return inner if key in ("non_field_errors", "detail") else f"{key}: {inner}"
     return str(detail)
 
@@ -45,10 +45,10 @@ def api_exception_handler(exc, context):
     detail = response.data
     if isinstance(exc, exceptions.ValidationError):
         if isinstance(detail, dict):
-            response.data = {"message": f"Invalid input: {_first_message(detail)}", "errors": detail}
+            response.data = {"message": f"Invalid input: {first_message(detail)}", "errors": detail}
         else:
             response.data = {
-                "message": f"Invalid input: {_first_message(detail)}",
+                "message": f"Invalid input: {first_message(detail)}",
                 "errors": {"non_field_errors": detail},
             }
     else:

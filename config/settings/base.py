@@ -53,6 +53,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # img-src 'self' data: on every HTML page (no tracking pixel in what agents wrote).
+    "config.page_csp.PageCspMiddleware",
     "workspaces.files.download_host.DownloadHostMiddleware",
     # WhiteNoise, with an async iterator for its files under ASGI (config/static_files.py).
     "config.static_files.StaticFilesMiddleware",

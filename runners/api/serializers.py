@@ -1,8 +1,11 @@
 import json
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from board.api.resume_serializers import ResumeOutput
+from config.api.exceptions import first_message
 from config.api.fields import StrictSerializer
 from config.api.parsers import INT64_MAX
 from config.api.redacted_fields import RedactedCharField
@@ -259,6 +262,40 @@ class NextOutput(serializers.Serializer):
     cancel = serializers.ListField(child=serializers.IntegerField(), help_text="Held runs to stop.")
 
 
+SUMMARY_SHAPE = (
+    '{"commits_ahead": an integer >= 0 or null, "files_changed": [file names], "patch": a file name of the '
+    'session\'s files, "artifacts": [file names]}, each key optional'
+)
+# What the pages put in a link to the session's files: a control character there breaks the link.
+NO_CONTROL_CHARACTERS = RegexValidator(r"^[^\x00-\x1f\x7f]*\Z", "No control characters.")
+
+
+def _summary_name(**kwargs) -> serializers.CharField:
+    return serializers.CharField(max_length=4096, trim_whitespace=False, validators=[NO_CONTROL_CHARACTERS], **kwargs)
+
+
+class RunSummaryInput(StrictSerializer):
+    """A finished run's summary (runners/run_lifecycle.py summary_text reads it; the pages link its patch).
+    Checked here: a wrong shape ({"files_changed": 5}) would fail the run's end with a 500, every time
+    the runner reported it, and the run could never end."""
+
+    commits_ahead = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT32_MAX)
+    files_changed = serializers.ListField(
+        child=serializers.CharField(max_length=4096, trim_whitespace=False), required=False, max_length=10_000
+    )
+    patch = _summary_name(required=False)
+    artifacts = serializers.ListField(child=_summary_name(), required=False, max_length=10_000)
+
+    def run_validation(self, data=empty):
+        try:
+            value = super().run_validation(data)
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError(f"{first_message(exc.detail)} Expected {SUMMARY_SHAPE}.") from None
+        if len(json.dumps(value, ensure_ascii=False).encode()) > SUMMARY_MAX_BYTES:
+            raise serializers.ValidationError(f"At most {SUMMARY_MAX_BYTES} bytes of JSON.")
+        return value
+
+
 class RunStatusInput(StrictSerializer):
     attempt = serializers.IntegerField(min_value=1, max_value=INT32_MAX, help_text="The attempt the runner holds.")
     status = serializers.ChoiceField(choices=["starting", "running", "succeeded", "failed", "cancelled"])
@@ -272,14 +309,7 @@ class RunStatusInput(StrictSerializer):
         max_length=10_000,
         help_text="Why it failed: exit code, last lines of the log.",
     )
-    summary = serializers.DictField(
-        required=False, help_text="What it produced: commits_ahead, files_changed, patch, artifacts."
-    )
-
-    def validate_summary(self, value):
-        if len(json.dumps(value, ensure_ascii=False).encode()) > SUMMARY_MAX_BYTES:
-            raise serializers.ValidationError(f"At most {SUMMARY_MAX_BYTES} bytes of JSON.")
-        return value
+    summary = RunSummaryInput(required=False, help_text="What it produced: " + SUMMARY_SHAPE + ".")
 
 
 class RunStatusOutput(serializers.Serializer):

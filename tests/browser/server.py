@@ -24,11 +24,12 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    def __init__(self, log_path: Path, *, module: str = "config.http_server"):
+    def __init__(self, log_path: Path, *, module: str = "config.http_server", env: dict | None = None):
         # The web child `manage.py serve` starts: uvicorn with the HTTP limits, whose stop tells the
         # long polls in flight to answer (a runner's poll no longer holds a test's teardown for the
         # 20 s of stop_process); or "uvicorn" itself (same options).
         self.module = module
+        self.env = env  # added to the environment of tests/worker.py (a None value removes the variable)
         self.log_path = log_path
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -48,7 +49,7 @@ class ServerProcess:
                 str(self.port),
             ],
             cwd=ROOT,
-            env=worker_environment(),
+            env={k: v for k, v in worker_environment(self.env).items() if v is not None},
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
@@ -71,12 +72,12 @@ class ServerProcess:
         stop_process(self.process, getattr(self, "log", None))
 
 
-def module_server(django_db_blocker, tmp_path_factory, name: str) -> ServerProcess:
+def module_server(django_db_blocker, tmp_path_factory, name: str, env: dict | None = None) -> ServerProcess:
     """A started server for a module's tests, with file roots of its own (for a module-scoped
-    fixture that has ``django_db_setup``; the caller stops it)."""
+    fixture that has ``django_db_setup``; the caller stops it); ``env`` as ServerProcess takes it."""
     base = tmp_path_factory.mktemp(f"{name}-roots")
     roots = {root: base / root.lower() for root in FILE_ROOTS}
     for path in roots.values():
         path.mkdir()
     with django_db_blocker.unblock(), override_settings(**roots):
-        return ServerProcess(tmp_path_factory.mktemp(name) / "server.log").start()
+        return ServerProcess(tmp_path_factory.mktemp(name) / "server.log", env=env).start()

@@ -16,10 +16,13 @@ from pathlib import Path
 import pytest
 
 from tests.browser.server import free_port
+from tests.config.login_page import login, login_status
+from tests.factories import UserFactory
 from tests.worker import ROOT, stop_process, wait_for, worker_environment
 
 pytestmark = pytest.mark.worker
 SHORT = {
+    "LOGIN_FAILURE_LIMIT": "2",
     "HTTP_BODY_IDLE_TIMEOUT_SECONDS": "1",
     "HTTP_KEEPALIVE_SECONDS": "1",
     "HTTP_HEAD_TIMEOUT_SECONDS": "2",
@@ -38,6 +41,7 @@ def web(django_db_setup, django_db_blocker, tmp_path_factory):
     log_path = tmp_path_factory.mktemp("gunicorn") / "web.log"
     with django_db_blocker.unblock():
         env = worker_environment({**SHORT, "PORT": str(port), "WEB_CONCURRENCY": "1"})
+    env.pop("FORWARDED_ALLOW_IPS", None)  # the default: gunicorn's own would believe 127.0.0.1
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     log = open(log_path, "wb")  # noqa: SIM115 - closed by stop_process
     process = subprocess.Popen(
@@ -142,3 +146,23 @@ def test_a_request_within_the_limits_is_served(web):
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers + b"\r\n")
         answer = read_until_closed(sock)
     assert status_of(answer) in (200, 503)
+
+
+def test_one_header_of_127890_bytes_sent_at_once_is_refused(web):
+    with socket.create_connection(("127.0.0.1", web)) as sock:
+        send_all_until_refused(
+            sock, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 127_870 + b"\r\n\r\n"
+        )
+        answer = read_until_closed(sock)
+    assert status_of(answer) == 431
+
+
+@pytest.mark.django_db(transaction=True)
+def test_x_forwarded_for_from_the_loopback_does_not_unlock_a_login(web):
+    person = UserFactory(username="gunicorn-locked", password="right-pw-for-tests")
+    for _ in range(2):
+        login(f"http://127.0.0.1:{web}", person.username, "wrong")
+
+    claimed = login(f"http://127.0.0.1:{web}", person.username, "right-pw-for-tests", forwarded_for="10.1.1.2")
+
+    assert login_status(claimed) == "locked"

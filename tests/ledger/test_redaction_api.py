@@ -17,6 +17,7 @@ from config.pages import ENGINEERS
 from config.redaction import REDACTED
 from ledger.models import ToolInvocation
 from sessions_app.models import AgentSession, Checkpoint, Milestone, StreamEvent
+from sessions_app.selectors import session_question
 from tests.factories import SessionFactory
 from tests.ledger.secret_corpus import AFTER, BEFORE, CORPUS
 from tests.page_users import user_in
@@ -72,7 +73,9 @@ def input_request_question(clients, session, text):
 
 def input_request_answer(clients, session, text):
     AgentSession.objects.filter(pk=session.pk).update(status=AgentSession.Status.WAITING_FOR_INPUT)
-    response = clients["engineer"].post(f"/sessions/{session.pk}/answer/", {"answer": text})
+    question = session_question(session=session)  # the one the page shows, which its form sends
+    form = {"question": question.seq if question else "", "answer": text}
+    response = clients["engineer"].post(f"/sessions/{session.pk}/answer/", form)
     assert response.status_code in (200, 302)
     page = clients["engineer"].get(f"/sessions/{session.pk}/")
     assert page.status_code == 200

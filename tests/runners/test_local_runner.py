@@ -24,8 +24,10 @@ from tests.workspaces.conftest import git
 
 
 @pytest.fixture
-def setup_demo(file_roots, tmp_path, django_capture_on_commit_callbacks):
+def setup_demo(file_roots, tmp_path, django_capture_on_commit_callbacks, settings):
     config = tmp_path / "var" / "local-runner.toml"
+    # The var/ whose serve lock setup_demo looks at: the test's own, not one a `make run` beside the suite holds.
+    settings.VAR_DIR = tmp_path / "var"
 
     def run(port: str = "9001") -> list[str]:
         out = StringIO()

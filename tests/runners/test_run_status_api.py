@@ -282,6 +282,49 @@ def test_a_bad_body_is_400_json_and_changes_nothing(runner_client, run, body, fi
     assert world_state() == before
 
 
+SHAPE = (
+    'Expected {"commits_ahead": an integer >= 0 or null, "files_changed": [file names], "patch": a file name of '
+    'the session\'s files, "artifacts": [file names]}, each key optional.'
+)
+
+
+@pytest.mark.parametrize(
+    ("summary", "problem"),
+    [
+        ({"files_changed": 5}, "files_changed: Must be a list."),
+        ({"files_changed": "a.py"}, "files_changed: Must be a list."),
+        ({"files_changed": [1, 2]}, "files_changed: Each item: must be a string."),
+        ({"artifacts": {"a": 1}}, "artifacts: Must be a list."),
+        ({"commits_ahead": "2"}, "commits_ahead: Must be an integer."),
+        ({"commits_ahead": -1}, "commits_ahead: Ensure this value is greater than or equal to 0."),
+        ({"patch": ["run-1.patch"]}, "patch: Must be a string."),
+        ({"patch": "run-1.patch\nx"}, "patch: No control characters."),
+        ({"files": ["a.py"]}, 'files: Unknown field "files"'),
+        ("all good", "Invalid data. Expected a dictionary, but got str."),
+    ],
+)
+def test_a_summary_of_the_wrong_shape_is_400_saying_the_shape_and_the_run_can_still_end(
+    runner_client, run, summary, problem
+):
+    # given a running run
+    _running(runner_client, run)
+    before = world_state()
+
+    # when its end is reported with a summary of the wrong shape
+    response = report(runner_client, run.pk, "succeeded", exit_code=0, summary=summary)
+
+    # then a 400 names the problem and the shape, and nothing changed
+    assert response.status_code == 400, response.content
+    message = response.json()["message"]
+    assert message.startswith(f"Invalid input: summary: {problem}"), message
+    assert message.endswith(SHAPE), message
+    assert world_state() == before
+    # and the end reported again with a good summary ends it
+    good = {"commits_ahead": 1, "files_changed": ["a.py"], "patch": f"run-{run.pk}.patch", "artifacts": []}
+    assert report(runner_client, run.pk, "succeeded", exit_code=0, summary=good).status_code == 200
+    assert Run.objects.get(pk=run.pk).status == S.SUCCEEDED
+
+
 def test_a_missing_run_is_404(runner_client):
     assert report(runner_client, 999999, "running").status_code == 404
 

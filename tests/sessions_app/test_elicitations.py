@@ -103,8 +103,95 @@ def test_the_card_panel_shows_the_form_and_a_product_owner_accepts(agent_client,
 def test_an_elicitation_needs_one_of_its_actions(engineer_client, asking):
     before = AgentSession.objects.get(pk="elic").last_event_seq
 
-    response = engineer_client.post("/sessions/elic/answer/", {"decision": "allow", "answer": "sure"})
+    seq = StreamEvent.objects.get(session=asking, client_id="elic-1").seq
+    response = engineer_client.post("/sessions/elic/answer/", {"question": seq, "decision": "allow", "answer": "sure"})
 
     assert response.status_code == 400 and "Choose Accept, Decline or Cancel" in response.content.decode()
     assert AgentSession.objects.get(pk="elic").last_event_seq == before
     assert AgentSession.objects.get(pk="elic").status == AgentSession.Status.WAITING_FOR_INPUT
+
+
+# --- values refused with a message, never stored (NaN and Infinity failed the database's JSON check) ---
+BOUNDED = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "number", "title": "Count", "minimum": 0, "maximum": 1000},
+        "ratio": {"type": "number", "title": "Ratio"},
+        "copies": {"type": "integer", "title": "Copies", "minimum": 0},
+        "due": {"type": "string", "format": "date", "title": "Due"},
+        "agree": {"type": "boolean", "title": "Agree"},
+        "code": {"type": "string", "title": "Code", "minLength": 2, "maxLength": 4},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("ratio", "NaN", "Ratio must be a number such as 12, -3.5 or 1.5e3, not 'NaN'."),
+        ("ratio", "Infinity", "Ratio must be a number such as 12, -3.5 or 1.5e3, not 'Infinity'."),
+        ("ratio", "-inf", "Ratio must be a number"),
+        ("ratio", "1e999", "Ratio is out of range: 1e999 is beyond what a number can hold."),
+        ("count", "-5", "Count must be at least 0, not -5."),
+        ("count", "1e308", "Count must be at most 1000, not 1e+308."),
+        ("copies", "-5", "Copies must be at least 0, not -5."),
+        ("copies", "1e308", "Copies must be a whole number such as 12 or -3, not '1e308'."),
+        ("copies", "99999999999999999999", "Copies is out of range"),
+        ("ratio", "1_0", "Ratio must be a number such as 12, -3.5 or 1.5e3, not '1_0'."),
+        ("copies", "1_0", "Copies must be a whole number such as 12 or -3, not '1_0'."),
+        ("copies", "\u0661\u0662", "Copies must be a whole number"),  # Arabic-Indic 12
+        ("ratio", "\u0661.\u0665", "Ratio must be a number"),
+        ("due", "2026-02-30", "Due must be a date as YYYY-MM-DD (one that exists), not '2026-02-30'."),
+        ("due", "20260301", "Due must be a date as YYYY-MM-DD"),
+        ("agree", "maybe", "Agree is true or false (tick the box or not), not 'maybe'."),
+        ("code", "x", "Code needs at least 2 characters."),
+        ("code", "xxxxx", "Code takes at most 4 characters."),
+    ],
+)
+def test_a_value_the_schema_does_not_allow_is_refused_with_a_message(field, value, message):
+    with pytest.raises(DomainError) as refused:
+        elicitation_content(schema=BOUNDED, form={f"field:{field}": value})
+
+    assert refused.value.message.startswith(message), refused.value.message
+    assert refused.value.code == "invalid"
+
+
+def test_values_within_the_schema_are_typed():
+    form = {
+        "field:count": "1000",
+        "field:ratio": "1e308",
+        "field:copies": "0",
+        "field:due": "2026-02-28",
+        "field:agree": "on",
+        "field:code": "ab",
+    }
+
+    content = elicitation_content(schema=BOUNDED, form=form)
+
+    assert content == {"count": 1000, "ratio": 1e308, "copies": 0, "due": "2026-02-28", "agree": True, "code": "ab"}
+    assert isinstance(content["ratio"], float)  # not a 309-digit integer
+    assert elicitation_content(schema=BOUNDED, form={"field:ratio": "-.5"})["ratio"] == -0.5
+    assert elicitation_content(schema=BOUNDED, form={"field:agree": "off"})["agree"] is False
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "1e999", "-5", "1_0", "\u0661", "maybe", "2026-02-30"])
+def test_the_session_page_answers_a_bad_value_with_400_and_writes_nothing(engineer_client, agent, agent_client, value):
+    # given a session waiting on an elicitation whose form has a number, a date and a checkbox
+    SessionFactory(agent=agent, id="bounded")
+    question = {"question": "Numbers?", "requested_schema": BOUNDED, "choices": ["accept", "decline", "cancel"]}
+    body = {"id": "b-1", "type": "input_request", "payload": question}
+    assert agent_client.post("/api/v1/sessions/bounded/events/", body, format="json").status_code == 201
+    moved = {"status": "waiting_for_input", "reason": "asks"}
+    assert agent_client.post("/api/v1/sessions/bounded/transition/", moved, format="json").status_code == 200
+    seq = StreamEvent.objects.get(session_id="bounded", client_id="b-1").seq
+    field = {"maybe": "agree", "2026-02-30": "due", "-5": "count"}.get(value, "copies" if value == "1_0" else "ratio")
+
+    # when an engineer accepts with the value
+    form = {"question": seq, "decision": "accept", "answer": "", f"field:{field}": value}
+    response = engineer_client.post("/sessions/bounded/answer/", form)
+
+    # then a 400 says what is wrong, and the session still waits with nothing written
+    assert response.status_code == 400
+    assert 'role="alert">' in response.content.decode()
+    session = AgentSession.objects.get(pk="bounded")
+    assert (session.status, session.last_event_seq) == (AgentSession.Status.WAITING_FOR_INPUT, seq + 1)

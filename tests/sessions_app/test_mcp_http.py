@@ -206,9 +206,10 @@ def _person_answers(base_url: str, session_id: str, cookies: dict, answer: str) 
         page = browser.get(f"/sessions/{session_id}/")
         assert page.status_code == 200
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        question = re.search(r'name="question" value="([^"]*)"', page.text).group(1)  # the question it shows
         return browser.post(
             f"/sessions/{session_id}/answer/",
-            data={"csrfmiddlewaretoken": token, "answer": answer},
+            data={"csrfmiddlewaretoken": token, "question": question, "answer": answer},
             headers={"Referer": f"{base_url}/sessions/{session_id}/"},
         )
 

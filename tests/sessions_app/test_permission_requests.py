@@ -75,7 +75,7 @@ def test_the_session_page_shows_the_tool_and_allow_deny(engineer_client, asking)
 
 
 def test_allow_from_the_session_page_is_read_back_by_the_agent(engineer_client, agent_client, asking):
-    response = engineer_client.post("/sessions/asks/answer/", {"decision": "allow", "answer": ""})
+    response = engineer_client.post("/sessions/asks/answer/", {"question": "1", "decision": "allow", "answer": ""})
 
     assert response.status_code == 302
     asking.refresh_from_db()
@@ -87,7 +87,9 @@ def test_allow_from_the_session_page_is_read_back_by_the_agent(engineer_client, 
 
 
 def test_deny_with_a_message(engineer_client, agent_client, asking):
-    engineer_client.post("/sessions/asks/answer/", {"decision": "deny", "answer": "Use the gh CLI instead."})
+    engineer_client.post(
+        "/sessions/asks/answer/", {"question": "1", "decision": "deny", "answer": "Use the gh CLI instead."}
+    )
 
     body = agent_client.get(URL).json()
     assert (body["decision"], body["answer"]) == ("deny", "Use the gh CLI instead.")
@@ -96,7 +98,7 @@ def test_deny_with_a_message(engineer_client, agent_client, asking):
 def test_a_permission_needs_a_decision_and_nothing_is_written_without_one(engineer_client, asking):
     before = _written(asking)
 
-    response = engineer_client.post("/sessions/asks/answer/", {"answer": "sure"})
+    response = engineer_client.post("/sessions/asks/answer/", {"question": "1", "answer": "sure"})
 
     assert response.status_code == 400
     assert "Choose Allow or Deny" in response.content.decode()
@@ -113,7 +115,7 @@ def test_a_text_question_refuses_a_decision(engineer_client, agent, agent_client
         "/api/v1/sessions/text/transition/", {"status": "waiting_for_input", "reason": "asks"}, format="json"
     )
 
-    response = engineer_client.post("/sessions/text/answer/", {"decision": "allow", "answer": ""})
+    response = engineer_client.post("/sessions/text/answer/", {"question": "1", "decision": "allow", "answer": ""})
 
     assert response.status_code == 400
     assert AgentSession.objects.get(pk="text").status == Status.WAITING_FOR_INPUT

@@ -3,6 +3,7 @@
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -253,3 +254,59 @@ def test_start_up_ends_with_the_urls_and_the_demo_key(migrated_env, tmp_path):
     ]
     assert "Traceback" not in output
     assert "celery@" not in output  # the worker's banner
+
+
+def _demo_key_count(env) -> int:
+    with sqlite3.connect(Path(env["SWITCHYARD_VAR_DIR"]) / "switchyard.sqlite3") as db:
+        return db.execute("SELECT COUNT(*) FROM sessions_app_agentapikey").fetchone()[0]
+
+
+def _setup_demo(env, port: int, welcome: Path, runner_config: Path) -> subprocess.CompletedProcess:
+    """What `make run` runs before serve."""
+    argv = ["--port", str(port), "--welcome-file", str(welcome), "--runner-config", str(runner_config)]
+    return subprocess.run(
+        [sys.executable, "manage.py", "setup_demo", *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_second_make_run_refuses_before_it_rewrites_the_first_ones_files(migrated_env, tmp_path):
+    # given a first `make run`: setup_demo wrote the local runner's config and the welcome, serve runs
+    runner_config, welcome = tmp_path / "local-runner.toml", tmp_path / "welcome"
+    port = free_port()
+    assert _setup_demo(migrated_env, port, welcome, runner_config).returncode == 0
+    first = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port), "--only", "web", "--welcome-file", str(welcome)],
+        cwd=ROOT,
+        env=migrated_env,
+        stdout=open(tmp_path / "first.log", "wb"),  # noqa: SIM115 - the process holds it
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for(lambda: not welcome.exists(), timeout=90, message="the first serve to print its welcome")
+        config_before, keys_before = runner_config.read_bytes(), _demo_key_count(migrated_env)
+
+        # when a second one prepares on another port over the same var/
+        second = _setup_demo(migrated_env, free_port(), welcome, runner_config)
+
+        # then it refuses, naming the running one, and wrote nothing: the runner's URL and key, no
+        # welcome (with a new demo key), no key in the database
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert (
+            f"another `manage.py serve` is already running over {migrated_env['SWITCHYARD_VAR_DIR']} "
+            f"(pid {first.pid}, web on http://127.0.0.1:{port}/)"
+        ) in second.stderr
+        assert runner_config.read_bytes() == config_before
+        assert f"http://127.0.0.1:{port}" in config_before.decode()
+        assert not welcome.exists()
+        assert _demo_key_count(migrated_env) == keys_before
+        assert first.poll() is None
+    finally:
+        stop(first)
+
+    # and once the first has stopped, preparing a serve over that var/ works again
+    assert _setup_demo(migrated_env, free_port(), welcome, runner_config).returncode == 0

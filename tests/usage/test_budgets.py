@@ -9,11 +9,12 @@ import json
 import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from board.cards import card_html
 from board.models import Task
 from board.selectors import board_task_list
-from config.pages import PRODUCT_OWNERS
+from config.pages import ENGINEERS, PRODUCT_OWNERS
 from ledger.models import Event, WebhookDelivery
 from ledger.webhooks import webhook_deliver, webhook_deliveries_create, webhook_subscribe
 from sessions_app.models import AgentSession, StreamEvent
@@ -141,6 +142,51 @@ def test_an_agent_reads_the_budgets_that_apply_to_it_and_changes_none(agent_clie
 
 
 # --- each level: warning at 80 %, exceeded at 100 %, once -------------------------------------------------------
+def _person_client(*groups: str, username: str) -> APIClient:
+    client = APIClient()
+    client.force_login(user_in(*groups, username=username))
+    return client
+
+
+@pytest.mark.parametrize("group", [PRODUCT_OWNERS, ENGINEERS])
+def test_people_who_work_the_board_set_raise_and_remove_budgets_by_the_api(group, work):
+    # given a person of the board's groups, not staff (the README: they write budgets here)
+    person = _person_client(group, username="board-person")
+
+    created = person.post(
+        "/api/v1/budgets/", {"scope": "task", "task": work.task_id, "limit_tokens": 10}, format="json"
+    )
+    assert created.status_code == 201, created.content
+    budget_id = created.json()["id"]
+    assert [b["id"] for b in person.get("/api/v1/budgets/").json()] == [budget_id]
+    raised = person.patch(f"/api/v1/budgets/{budget_id}/", {"limit_tokens": 500}, format="json")
+    assert (raised.status_code, raised.json()["limit_tokens"]) == (200, 500)
+    assert person.delete(f"/api/v1/budgets/{budget_id}/").status_code == 204
+    assert sorted(_budget_events(Budget(pk=budget_id))) == ["budget.changed", "budget.created", "budget.deleted"]
+
+
+def test_a_person_outside_the_boards_groups_is_refused_and_changes_nothing(work):
+    budget = budget_for("task", work, limit_tokens=1000)
+    outsider = _person_client(username="outsider")
+
+    responses = [
+        outsider.get("/api/v1/budgets/"),
+        outsider.get(f"/api/v1/budgets/{budget.pk}/"),
+        outsider.post("/api/v1/budgets/", {"scope": "day", "limit_usd": "1"}, format="json"),
+        outsider.patch(f"/api/v1/budgets/{budget.pk}/", {"limit_tokens": 10**9}, format="json"),
+        outsider.delete(f"/api/v1/budgets/{budget.pk}/"),
+    ]
+
+    assert [r.status_code for r in responses] == [403] * 5
+    assert responses[0].json()["message"] == (
+        "This endpoint is for staff and the product owners or engineers groups; you are in no group."
+    )
+    budget.refresh_from_db()
+    assert budget.limit_tokens == 1000 and Budget.objects.count() == 1
+    # and the rest of the API stays for agents and staff
+    assert _person_client(PRODUCT_OWNERS, username="po-elsewhere").get("/api/v1/usage/").status_code == 403
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_usage_by_otlp_warns_at_80_and_exceeds_at_100_percent_once(agent_client, work, level):
     budget = budget_for(level, work, limit_tokens=1000)

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from board.models import Campaign, Task
 from config.api.errors import DomainError
 from config.api.views import actor_from_request, validate_input
+from config.pages import BOARD
 from sessions_app.models import Agent
 from usage import budget_selectors, budgets, extract, otlp, selectors, services
 from usage.api import serializers as s
@@ -172,6 +173,8 @@ def _budget_target(data: dict):
 
 
 class BudgetListView(APIView):
+    allowed_groups = BOARD  # people who work the board set budgets here as on the card panel
+
     @extend_schema(
         parameters=[
             OpenApiParameter("scope", str, enum=Budget.Scope.values, description="Only budgets of this scope."),
@@ -215,6 +218,8 @@ class BudgetListView(APIView):
 
 
 class BudgetDetailView(APIView):
+    allowed_groups = BOARD
+
     @extend_schema(responses=s.BudgetOutput, summary="Read a budget")
     def get(self, request, budget_id: int):
         budget = budget_selectors.budget_get_for_actor(actor=actor_from_request(request), budget_id=budget_id)

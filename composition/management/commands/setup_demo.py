@@ -7,7 +7,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from board.models import Task
@@ -18,6 +18,7 @@ from config.pages import PRODUCT_OWNERS
 from runners.local_runner import local_runner_config_write
 from sessions_app.keys import agent_get_or_create, api_key_create
 from sessions_app.models import AgentApiKey
+from sessions_app.supervision import ServeAlreadyRunning, ServeLock
 from workspaces.worktrees.services import repository_register
 
 # (title, priority, labels, description, in the demo repository). The descriptions read well as a
@@ -128,7 +129,8 @@ class Command(BaseCommand):
     help = (
         "Prepare the embedded demo: an admin user (admin / admin) and a product owner (owner / owner), "
         "local use only; a demo agent with a fresh API key; a few tasks and a campaign the first time; "
-        "a sample priority file and campaign definition to import. Safe to run again."
+        "a sample priority file and campaign definition to import. Safe to run again; with --welcome-file or "
+        "--runner-config (preparing a serve) it refuses, writing nothing, while a serve runs over this var/."
     )
 
     def add_arguments(self, parser):
@@ -146,8 +148,19 @@ class Command(BaseCommand):
             "valid key, for `serve --runner-config` to start it; an existing valid key is kept.",
         )
 
-    @transaction.atomic
     def handle(self, *args, port, welcome_file, runner_config, **options):
+        if welcome_file or runner_config:
+            # Preparing a serve (`make run`): while one runs over this var/, refuse before anything is
+            # written. Its local runner reads the runner config, and a new URL there (this run's port)
+            # would send it to a dead port once this run's serve refused too.
+            try:
+                ServeLock(settings.VAR_DIR).check()
+            except ServeAlreadyRunning as exc:
+                raise CommandError(str(exc)) from None
+        self._prepare(port, welcome_file, runner_config)
+
+    @transaction.atomic
+    def _prepare(self, port, welcome_file, runner_config):
         port = port or os.environ.get("PORT", "8000")
         User = get_user_model()
         if not User.objects.filter(username="admin").exists():
