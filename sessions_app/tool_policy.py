@@ -13,6 +13,21 @@ Rules are ``ToolPolicy`` rows, edited in the admin: an agent's own rules first, 
   input as compact JSON. ``Bash(rm *)`` matches ``rm -rf build``, ``Write(*.env)`` a write to
   ``.env`` (``*`` crosses ``/``, as in fnmatch).
 
+No spelling of a command or a path gets past a rule (tool_policy_shell.py, tool_policy_glob.py):
+
+- Bash: the command is parsed into the simple commands it runs, quotes, backslashes and blanks
+  normalised and a command's path reduced to its name (``/bin/rm`` is ``rm``), with the commands
+  that wrappers run (``sudo``, ``env``, ``xargs``, ``bash -c '...'``, ...). An "ask" or "deny" rule
+  matches when it matches the command as written or any of those commands, and a command the server
+  cannot read (a syntax error, ``$CMD``, ``curl x | sh``) matches every one of them. An "allow" rule
+  exempts the call only when it matches every command it runs, each known in full
+  (``Bash(pytest *)`` does not exempt ``pytest -q; rm -rf /``, nor ``pytest $ARGS``).
+- File tools: the path is resolved against the call's ``cwd`` (the one the hook sends, else the
+  session's) when relative, and ``//``, ``.`` and ``..`` collapsed (``/tmp/../etc/passwd`` is
+  ``/etc/passwd``), without following links (the server cannot see the agent's disk). A rule matches
+  the absolute path or, inside the cwd, the path relative to it; "ask" and "deny" also match the
+  path as written.
+
 `switchyard hook` records each PreToolUse as a running tool call; the call's answer carries the
 verdict (``policy``), so a tool no rule marks costs no extra request. For "ask" the question is
 recorded here (an ``input_request`` with choices allow / deny, client id ``policy-<call id>``) and the
@@ -26,6 +41,7 @@ import json
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import cached_property
 
 from django.db import transaction
 from django.db.models import Q
@@ -36,6 +52,8 @@ from sessions_app.live import session_push
 from sessions_app.models import AgentSession, StreamEvent, ToolPolicy
 from sessions_app.permission_requests import PERMISSION_CHOICES
 from sessions_app.services import append_system_event, session_transition
+from sessions_app.tool_policy_glob import glob_matches
+from sessions_app.tool_policy_shell import HOLE, Segment, shell_commands
 
 KEY_FIELDS = {
     "Bash": "command",
@@ -51,6 +69,7 @@ KEY_FIELDS = {
     "Task": "subagent_type",
     "Agent": "subagent_type",
 }
+FILE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "NotebookEdit"})
 PATTERN = re.compile(r"^(?P<tool>[^()\s]+)(?:\((?P<argument>.*)\))?$", re.DOTALL)
 INPUT_SHOWN_CHARS = 4000
 
@@ -92,30 +111,114 @@ def tool_key_argument(tool_name: str, tool_input: object) -> str:
     return json.dumps(tool_input, separators=(",", ":"), sort_keys=True, ensure_ascii=False, default=str)
 
 
-def tool_policy_matches(rule: ToolPolicy, *, tool_name: str, tool_input: object) -> bool:
+@dataclass
+class ToolUse:
+    """A tool use as the rules see it: its key argument as written, and the forms a rule is matched
+    against (each a text with holes: tool_policy_shell.py), read once however many rules look."""
+
+    tool_name: str
+    tool_input: object
+    cwd: str = ""
+
+    @cached_property
+    def written(self) -> str:
+        return tool_key_argument(self.tool_name, self.tool_input)
+
+    @cached_property
+    def forms(self) -> list[tuple[Segment, ...]]:
+        if self.tool_name == "Bash" and isinstance(self.tool_input, dict):
+            return [_joined_words(words) for words in shell_commands(self.written)]
+        if self.tool_name in FILE_TOOLS and isinstance(self.tool_input, dict):
+            return path_forms(self.written, self.cwd)
+        return [(self.written,)]
+
+    def matches(self, glob: str, *, allow: bool) -> bool:
+        if not allow:  # ask, deny: as written, or any form, holes matching whatever the rule wants
+            return fnmatchcase(self.written, glob) or any(glob_matches(form, glob) for form in self.forms)
+        known = [form for form in self.forms if HOLE not in form]
+        if self.tool_name == "Bash":  # every command it runs, each known in full
+            return len(known) == len(self.forms) and all(glob_matches(form, glob) for form in known)
+        return any(glob_matches(form, glob) for form in known)
+
+
+def _joined_words(words) -> tuple[Segment, ...]:
+    segments: list[Segment] = []
+    for index, word in enumerate(words):
+        if index:
+            segments.append(" ")
+        segments.extend(word)
+    return tuple(segments)
+
+
+def path_forms(path: str, cwd: str) -> list[tuple[Segment, ...]]:
+    """A file path made absolute (against ``cwd`` when relative) with ``//``, ``.`` and ``..``
+    collapsed, and the same relative to ``cwd`` when inside it. A part the server cannot know (``~``,
+    a relative path with no absolute cwd) is a hole."""
+    if not path:
+        return [("",)]
+    home = path.startswith("~")
+    if home:  # ~ or ~user: some home folder
+        path = path.partition("/")[2]
+    elif not path.startswith("/") and cwd.startswith("/"):
+        path = f"{cwd}/{path}"
+    absolute = _collapsed(path)
+    if home or not path.startswith("/"):
+        return [(HOLE, absolute)]
+    forms: list[tuple[Segment, ...]] = [(absolute,)]
+    base = _collapsed(cwd) if cwd.startswith("/") else ""
+    if base and absolute.startswith(base.rstrip("/") + "/"):
+        forms.append((absolute[len(base.rstrip("/")) + 1 :],))
+    return forms
+
+
+def _collapsed(path: str) -> str:
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return "/" + "/".join(parts)
+
+
+def tool_policy_matches(rule: ToolPolicy, *, use: ToolUse) -> bool:
     try:
         tool, argument = tool_policy_pattern_parse(rule.pattern)
     except DomainError:
         return False  # the admin refuses such a pattern; one saved otherwise matches nothing
-    if not fnmatchcase(tool_name, tool):
+    if not fnmatchcase(use.tool_name, tool):
         return False
-    return argument is None or fnmatchcase(tool_key_argument(tool_name, tool_input), argument)
+    return argument is None or use.matches(argument, allow=rule.action == ToolPolicy.Action.ALLOW)
 
 
-def tool_policy_rule(*, agent_id: int, tool_name: str, tool_input: object) -> ToolPolicy | None:
+def tool_policy_rule(*, agent_id: int, tool_name: str, tool_input: object, cwd: str = "") -> ToolPolicy | None:
     """The first enabled rule for this agent (its own, then the global ones) that matches. One query."""
     rules = ToolPolicy.objects.filter(Q(agent_id=agent_id) | Q(agent__isnull=True), enabled=True)
     ordered = sorted(rules, key=lambda r: (r.agent_id is None, r.position, r.pk))
-    return next((r for r in ordered if tool_policy_matches(r, tool_name=tool_name, tool_input=tool_input)), None)
+    use = ToolUse(tool_name, tool_input, cwd)
+    return next((r for r in ordered if tool_policy_matches(r, use=use)), None)
 
 
 def tool_use_verdict(
-    *, actor: Actor, session: AgentSession, call_id: int, tool_name: str, tool_input: object, input_shown: str
+    *,
+    actor: Actor,
+    session: AgentSession,
+    call_id: int,
+    tool_name: str,
+    tool_input: object,
+    input_shown: str,
+    cwd: str = "",
 ) -> Verdict | None:
     """The policy's verdict on a tool use just recorded as running call ``call_id``: None to go
     ahead; a deny; or an ask, whose question is recorded and the session moved to waiting for input.
-    ``input_shown`` is the call's stored (redacted, capped) input, shown to the person asked."""
-    rule = tool_policy_rule(agent_id=session.agent_id, tool_name=tool_name, tool_input=tool_input)
+    ``input_shown`` is the call's stored (redacted, capped) input, shown to the person asked; ``cwd``
+    the folder it runs in (else the session's, as its hook recorded it)."""
+    if not cwd and isinstance(session.metadata, dict):
+        cwd = str(session.metadata.get("cwd") or "")
+    rule = tool_policy_rule(agent_id=session.agent_id, tool_name=tool_name, tool_input=tool_input, cwd=cwd)
     if rule is None or rule.action == ToolPolicy.Action.ALLOW:
         return None
     if rule.action == ToolPolicy.Action.DENY:
