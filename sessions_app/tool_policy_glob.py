@@ -102,4 +102,3 @@ def _is(char: str) -> CharTest:
 
 def _any(_c: str) -> bool:
     return True
-

@@ -43,7 +43,7 @@ Word = tuple[Segment, ...]
 
 BASH = Language(tree_sitter_bash.language())
 MAX_DEPTH = 6  # bash -c 'sudo env bash -c "..."': deeper than this is one hole
-MAX_CHARS = 100_000  # longer than this is not parsed: one hole
+MAX_CHARS = 1_000_000  # longer than this is not parsed: one hole
 GLOB_CHARS = frozenset("*?[")
 EXPANSIONS = frozenset(
     {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
@@ -112,7 +112,10 @@ class Commands:
 def shell_commands(command: str) -> list[list[Word]]:
     """Every simple command ``command`` runs (see the module's docstring); at least one."""
     out = Commands()
-    _parse_into(command, out, depth=0)
+    try:
+        _parse_into(command, out, depth=0)
+    except (RecursionError, ValueError, UnicodeError):  # never a 500, never "allowed"
+        out.unknown()
     if not out.found:  # empty, or only comments: the text itself, matched as written
         out.found.append([(command.strip(),)])
     return out.found
@@ -143,13 +146,16 @@ def _walk_program(text: str, out: Commands, depth: int) -> None:
     _walk(tree.root_node, out, depth)
 
 
-def _walk(node: Node, out: Commands, depth: int) -> None:
-    if node.type == "command":
-        _command(node, out, depth)
-    elif node.type == "heredoc_redirect":
-        _heredoc(node, out)
-    for child in node.children:
-        _walk(child, out, depth)
+def _walk(root: Node, out: Commands, depth: int) -> None:
+    """Every command node, in order (a stack, not recursion: a command may nest thousands deep)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "command":
+            _command(node, out, depth)
+        elif node.type == "heredoc_redirect":
+            _heredoc(node, out)
+        stack.extend(reversed(node.children))
 
 
 def _heredoc(node: Node, out: Commands) -> None:
@@ -175,6 +181,9 @@ def _add(words: list[Word], out: Commands, depth: int) -> None:
     out.found.append(words)
     if not words or HOLE in words[0]:
         return
+    if depth > MAX_DEPTH * 4:  # sudo sudo sudo ...: what the last one runs is not looked for
+        out.unknown()
+        return
     name = word_text(words[0])
     args = words[1:]
     if name in SHELLS:
@@ -193,7 +202,7 @@ def _add(words: list[Word], out: Commands, depth: int) -> None:
         inner = _unwrap(WRAPPERS[name], args)
         if inner:
             inner[0] = _basename(inner[0])
-            _add(inner, out, depth)
+            _add(inner, out, depth + 1)
 
 
 def _unwrap(wrapper: Wrapper, args: list[Word]) -> list[Word]:
@@ -288,7 +297,7 @@ def _find(args: list[Word], out: Commands, depth: int) -> None:
             inner = [(HOLE,) if word_text(w) == "{}" else w for w in args[index + 1 : end]]
             if inner:
                 inner[0] = _basename(inner[0])
-                _add(inner, out, depth)
+                _add(inner, out, depth + 1)
             index = end
         index += 1
 
