@@ -19,9 +19,9 @@ No spelling of a command or a path gets past a rule (tool_policy_shell.py, tool_
   normalised and a command's path reduced to its name (``/bin/rm`` is ``rm``), with the commands
   that wrappers run (``sudo``, ``env``, ``xargs``, ``bash -c '...'``, ...). An "ask" or "deny" rule
   matches when it matches the command as written or any of those commands, and a command the server
-  cannot read (a syntax error, ``$CMD``, ``curl x | sh``) matches every one of them. An "allow" rule
-  exempts the call only when it matches every command it runs, each known in full
-  (``Bash(pytest *)`` does not exempt ``pytest -q; rm -rf /``, nor ``pytest $ARGS``).
+  cannot read (a syntax error, ``$CMD``, ``curl x | sh``) matches every one of them. Each command
+  is decided on its own and the call gets the most severe verdict (tool_policy_match.py): an
+  "allow" rule exempts ``pytest -q`` but not ``pytest -q; rm -rf /``.
 - File tools: the path is resolved against the call's ``cwd`` (the one the hook sends, else the
   session's) when relative, and ``//``, ``.`` and ``..`` collapsed (``/tmp/../etc/passwd`` is
   ``/etc/passwd``), without following links (the server cannot see the agent's disk). A rule matches
@@ -40,8 +40,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
-from functools import cached_property
 
 from django.db import transaction
 from django.db.models import Q
@@ -52,24 +50,8 @@ from sessions_app.live import session_push
 from sessions_app.models import AgentSession, StreamEvent, ToolPolicy
 from sessions_app.permission_requests import PERMISSION_CHOICES
 from sessions_app.services import append_system_event, session_transition
-from sessions_app.tool_policy_glob import glob_matches
-from sessions_app.tool_policy_shell import HOLE, Segment, shell_commands
+from sessions_app.tool_policy_match import Rule, ToolUse, deciding_rule
 
-KEY_FIELDS = {
-    "Bash": "command",
-    "Read": "file_path",
-    "Write": "file_path",
-    "Edit": "file_path",
-    "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path",
-    "WebFetch": "url",
-    "WebSearch": "query",
-    "Glob": "pattern",
-    "Grep": "pattern",
-    "Task": "subagent_type",
-    "Agent": "subagent_type",
-}
-FILE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "NotebookEdit"})
 PATTERN = re.compile(r"^(?P<tool>[^()\s]+)(?:\((?P<argument>.*)\))?$", re.DOTALL)
 INPUT_SHOWN_CHARS = 4000
 
@@ -103,103 +85,19 @@ def tool_policy_pattern_parse(pattern: str) -> tuple[str, str | None]:
     return found["tool"], found["argument"]
 
 
-def tool_key_argument(tool_name: str, tool_input: object) -> str:
-    """What ``Tool(argument)`` is matched against (see the module's docstring)."""
-    field = KEY_FIELDS.get(tool_name)
-    if field and isinstance(tool_input, dict):
-        return str(tool_input.get(field) or "")
-    return json.dumps(tool_input, separators=(",", ":"), sort_keys=True, ensure_ascii=False, default=str)
-
-
-@dataclass
-class ToolUse:
-    """A tool use as the rules see it: its key argument as written, and the forms a rule is matched
-    against (each a text with holes: tool_policy_shell.py), read once however many rules look."""
-
-    tool_name: str
-    tool_input: object
-    cwd: str = ""
-
-    @cached_property
-    def written(self) -> str:
-        return tool_key_argument(self.tool_name, self.tool_input)
-
-    @cached_property
-    def forms(self) -> list[tuple[Segment, ...]]:
-        if self.tool_name == "Bash" and isinstance(self.tool_input, dict):
-            return [_joined_words(words) for words in shell_commands(self.written)]
-        if self.tool_name in FILE_TOOLS and isinstance(self.tool_input, dict):
-            return path_forms(self.written, self.cwd)
-        return [(self.written,)]
-
-    def matches(self, glob: str, *, allow: bool) -> bool:
-        if not allow:  # ask, deny: as written, or any form, holes matching whatever the rule wants
-            return fnmatchcase(self.written, glob) or any(glob_matches(form, glob) for form in self.forms)
-        known = [form for form in self.forms if HOLE not in form]
-        if self.tool_name == "Bash":  # every command it runs, each known in full
-            return len(known) == len(self.forms) and all(glob_matches(form, glob) for form in known)
-        return any(glob_matches(form, glob) for form in known)
-
-
-def _joined_words(words) -> tuple[Segment, ...]:
-    segments: list[Segment] = []
-    for index, word in enumerate(words):
-        if index:
-            segments.append(" ")
-        segments.extend(word)
-    return tuple(segments)
-
-
-def path_forms(path: str, cwd: str) -> list[tuple[Segment, ...]]:
-    """A file path made absolute (against ``cwd`` when relative) with ``//``, ``.`` and ``..``
-    collapsed, and the same relative to ``cwd`` when inside it. A part the server cannot know (``~``,
-    a relative path with no absolute cwd) is a hole."""
-    if not path:
-        return [("",)]
-    home = path.startswith("~")
-    if home:  # ~ or ~user: some home folder
-        path = path.partition("/")[2]
-    elif not path.startswith("/") and cwd.startswith("/"):
-        path = f"{cwd}/{path}"
-    absolute = _collapsed(path)
-    if home or not path.startswith("/"):
-        return [(HOLE, absolute)]
-    forms: list[tuple[Segment, ...]] = [(absolute,)]
-    base = _collapsed(cwd) if cwd.startswith("/") else ""
-    if base and absolute.startswith(base.rstrip("/") + "/"):
-        forms.append((absolute[len(base.rstrip("/")) + 1 :],))
-    return forms
-
-
-def _collapsed(path: str) -> str:
-    parts: list[str] = []
-    for part in path.split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if parts:
-                parts.pop()
-            continue
-        parts.append(part)
-    return "/" + "/".join(parts)
-
-
-def tool_policy_matches(rule: ToolPolicy, *, use: ToolUse) -> bool:
-    try:
-        tool, argument = tool_policy_pattern_parse(rule.pattern)
-    except DomainError:
-        return False  # the admin refuses such a pattern; one saved otherwise matches nothing
-    if not fnmatchcase(use.tool_name, tool):
-        return False
-    return argument is None or use.matches(argument, allow=rule.action == ToolPolicy.Action.ALLOW)
-
-
 def tool_policy_rule(*, agent_id: int, tool_name: str, tool_input: object, cwd: str = "") -> ToolPolicy | None:
-    """The first enabled rule for this agent (its own, then the global ones) that matches. One query."""
+    """The enabled rule for this agent (its own, then the global ones) that decides this use; None
+    when none does. One query."""
     rules = ToolPolicy.objects.filter(Q(agent_id=agent_id) | Q(agent__isnull=True), enabled=True)
-    ordered = sorted(rules, key=lambda r: (r.agent_id is None, r.position, r.pk))
-    use = ToolUse(tool_name, tool_input, cwd)
-    return next((r for r in ordered if tool_policy_matches(r, use=use)), None)
+    parsed = []
+    for rule in sorted(rules, key=lambda r: (r.agent_id is None, r.position, r.pk)):
+        try:
+            tool, argument = tool_policy_pattern_parse(rule.pattern)
+        except DomainError:
+            continue  # the admin refuses such a pattern; one saved otherwise matches nothing
+        parsed.append(Rule(tool, argument, rule.action, rule))
+    decided = deciding_rule(parsed, ToolUse(tool_name, tool_input, cwd))
+    return decided.source if decided else None
 
 
 def tool_use_verdict(

@@ -1,6 +1,7 @@
-"""Does a rule's glob match a text with holes in it (sessions_app/tool_policy_shell.py: a ``$VAR``, a
-command name the server cannot know)? Yes when some text in the holes makes ``fnmatchcase`` match:
-the rule's glob and the text are both read as patterns, and they match when some string fits both."""
+"""A rule's glob against a text with holes in it (sessions_app/tool_policy_shell.py: a ``$VAR``, a
+command name the server cannot know). ``glob_matches``: some text in the holes makes ``fnmatchcase``
+match (for "ask" and "deny": the glob and the text are both read as patterns, and they match when
+some string fits both). ``glob_covers``: every text in the holes does (for "allow")."""
 
 from __future__ import annotations
 
@@ -26,6 +27,20 @@ def glob_matches(segments: Sequence[Segment], glob: str) -> bool:
     if (len(rule) + 1) * (len(text) + 1) > MAX_STATES:
         return True
     return _overlap(rule, text)
+
+
+def glob_covers(segments: Sequence[Segment], glob: str) -> bool:
+    """fnmatchcase for every text the holes may hold. Decided for a glob whose only ``*`` ends it
+    (``pytest *``, ``git commit *``): the text before the first hole holds the glob's head in full;
+    any other glob covers no text with a hole (never allowed by guess)."""
+    if HOLE not in segments:
+        return fnmatchcase("".join(segments), glob)  # type: ignore[arg-type]
+    rule = _glob_tokens(glob)
+    if STAR not in rule or rule.index(STAR) != len(rule) - 1:
+        return False
+    head = rule[:-1]
+    known = "".join(s for s in segments[: segments.index(HOLE)])  # type: ignore[misc]
+    return len(known) >= len(head) and all(test(char) for test, char in zip(head, known, strict=False))
 
 
 def _overlap(rule: list, text: list) -> bool:
