@@ -13,6 +13,21 @@ Rules are ``ToolPolicy`` rows, edited in the admin: an agent's own rules first, 
   input as compact JSON. ``Bash(rm *)`` matches ``rm -rf build``, ``Write(*.env)`` a write to
   ``.env`` (``*`` crosses ``/``, as in fnmatch).
 
+No spelling of a command or a path gets past a rule (tool_policy_shell.py, tool_policy_glob.py):
+
+- Bash: the command is parsed into the simple commands it runs, quotes, backslashes and blanks
+  normalised and a command's path reduced to its name (``/bin/rm`` is ``rm``), with the commands
+  that wrappers run (``sudo``, ``env``, ``xargs``, ``bash -c '...'``, ...). An "ask" or "deny" rule
+  matches when it matches the command as written or any of those commands, and a command the server
+  cannot read (a syntax error, ``$CMD``, ``curl x | sh``) matches every one of them. Each command
+  is decided on its own and the call gets the most severe verdict (tool_policy_match.py): an
+  "allow" rule exempts ``pytest -q`` but not ``pytest -q; rm -rf /``.
+- File tools: the path is resolved against the call's ``cwd`` (the one the hook sends, else the
+  session's) when relative, and ``//``, ``.`` and ``..`` collapsed (``/tmp/../etc/passwd`` is
+  ``/etc/passwd``), without following links (the server cannot see the agent's disk). A rule matches
+  the absolute path or, inside the cwd, the path relative to it; "ask" and "deny" also match the
+  path as written.
+
 `switchyard hook` records each PreToolUse as a running tool call; the call's answer carries the
 verdict (``policy``), so a tool no rule marks costs no extra request. For "ask" the question is
 recorded here (an ``input_request`` with choices allow / deny, client id ``policy-<call id>``) and the
@@ -25,7 +40,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 
 from django.db import transaction
 from django.db.models import Q
@@ -36,21 +50,8 @@ from sessions_app.live import session_push
 from sessions_app.models import AgentSession, StreamEvent, ToolPolicy
 from sessions_app.permission_requests import PERMISSION_CHOICES
 from sessions_app.services import append_system_event, session_transition
+from sessions_app.tool_policy_match import Rule, ToolUse, deciding_rule
 
-KEY_FIELDS = {
-    "Bash": "command",
-    "Read": "file_path",
-    "Write": "file_path",
-    "Edit": "file_path",
-    "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path",
-    "WebFetch": "url",
-    "WebSearch": "query",
-    "Glob": "pattern",
-    "Grep": "pattern",
-    "Task": "subagent_type",
-    "Agent": "subagent_type",
-}
 PATTERN = re.compile(r"^(?P<tool>[^()\s]+)(?:\((?P<argument>.*)\))?$", re.DOTALL)
 INPUT_SHOWN_CHARS = 4000
 
@@ -84,38 +85,38 @@ def tool_policy_pattern_parse(pattern: str) -> tuple[str, str | None]:
     return found["tool"], found["argument"]
 
 
-def tool_key_argument(tool_name: str, tool_input: object) -> str:
-    """What ``Tool(argument)`` is matched against (see the module's docstring)."""
-    field = KEY_FIELDS.get(tool_name)
-    if field and isinstance(tool_input, dict):
-        return str(tool_input.get(field) or "")
-    return json.dumps(tool_input, separators=(",", ":"), sort_keys=True, ensure_ascii=False, default=str)
-
-
-def tool_policy_matches(rule: ToolPolicy, *, tool_name: str, tool_input: object) -> bool:
-    try:
-        tool, argument = tool_policy_pattern_parse(rule.pattern)
-    except DomainError:
-        return False  # the admin refuses such a pattern; one saved otherwise matches nothing
-    if not fnmatchcase(tool_name, tool):
-        return False
-    return argument is None or fnmatchcase(tool_key_argument(tool_name, tool_input), argument)
-
-
-def tool_policy_rule(*, agent_id: int, tool_name: str, tool_input: object) -> ToolPolicy | None:
-    """The first enabled rule for this agent (its own, then the global ones) that matches. One query."""
+def tool_policy_rule(*, agent_id: int, tool_name: str, tool_input: object, cwd: str = "") -> ToolPolicy | None:
+    """The enabled rule for this agent (its own, then the global ones) that decides this use; None
+    when none does. One query."""
     rules = ToolPolicy.objects.filter(Q(agent_id=agent_id) | Q(agent__isnull=True), enabled=True)
-    ordered = sorted(rules, key=lambda r: (r.agent_id is None, r.position, r.pk))
-    return next((r for r in ordered if tool_policy_matches(r, tool_name=tool_name, tool_input=tool_input)), None)
+    parsed = []
+    for rule in sorted(rules, key=lambda r: (r.agent_id is None, r.position, r.pk)):
+        try:
+            tool, argument = tool_policy_pattern_parse(rule.pattern)
+        except DomainError:
+            continue  # the admin refuses such a pattern; one saved otherwise matches nothing
+        parsed.append(Rule(tool, argument, rule.action, rule))
+    decided = deciding_rule(parsed, ToolUse(tool_name, tool_input, cwd))
+    return decided.source if decided else None
 
 
 def tool_use_verdict(
-    *, actor: Actor, session: AgentSession, call_id: int, tool_name: str, tool_input: object, input_shown: str
+    *,
+    actor: Actor,
+    session: AgentSession,
+    call_id: int,
+    tool_name: str,
+    tool_input: object,
+    input_shown: str,
+    cwd: str = "",
 ) -> Verdict | None:
     """The policy's verdict on a tool use just recorded as running call ``call_id``: None to go
     ahead; a deny; or an ask, whose question is recorded and the session moved to waiting for input.
-    ``input_shown`` is the call's stored (redacted, capped) input, shown to the person asked."""
-    rule = tool_policy_rule(agent_id=session.agent_id, tool_name=tool_name, tool_input=tool_input)
+    ``input_shown`` is the call's stored (redacted, capped) input, shown to the person asked; ``cwd``
+    the folder it runs in (else the session's, as its hook recorded it)."""
+    if not cwd and isinstance(session.metadata, dict):
+        cwd = str(session.metadata.get("cwd") or "")
+    rule = tool_policy_rule(agent_id=session.agent_id, tool_name=tool_name, tool_input=tool_input, cwd=cwd)
     if rule is None or rule.action == ToolPolicy.Action.ALLOW:
         return None
     if rule.action == ToolPolicy.Action.DENY:

@@ -87,6 +87,13 @@ class ToolCallInput(StrictSerializer):
     error = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="")
     started_at = AwareDateTimeField(required=False)
     finished_at = AwareDateTimeField(required=False)
+    cwd = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=4096,
+        help_text="The folder the tool runs in (a hook's cwd): a relative file path is resolved against it "
+        "before the tool policy matches it (else against the session's recorded cwd). Not stored.",
+    )
 
     # validate() below, for the schema (config/api/schema_constraints.py): a finish time needs a
     # status other than running (the default).

@@ -28,6 +28,7 @@ def tool_call_policy(*, actor, session, items, results) -> dict | None:
         tool_name=stored.tool_name,
         tool_input=items[0].data.get("input"),
         input_shown=stored.input_summary,
+        cwd=items[0].data.get("cwd") or "",
     )
     return verdict.as_dict() if verdict else None
 

@@ -1,6 +1,6 @@
 """A stand-in for Claude Code on the wire, for the runner's tests.
 
-`fake_claude.py -p PROMPT (--session-id UUID | --resume UUID)` prints stream-json lines the way
+`fake_claude.py --prompt=PROMPT (--session-id UUID | --resume UUID)` prints stream-json lines the way
 `claude -p --output-format stream-json --verbose` does (system/init, assistant text and tool_use,
 user tool_result, result with cost and usage), does its "work" in the current folder, and obeys
 SIGTERM. What it does comes from lines of the prompt (the task's description):
@@ -32,7 +32,7 @@ def option(prompt: str, name: str, default: str = "") -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("-p", dest="prompt", required=True)
+    parser.add_argument("-p", "--prompt", dest="prompt", required=True)
     parser.add_argument("--session-id")
     parser.add_argument("--resume")
     args = parser.parse_args()

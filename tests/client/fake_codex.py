@@ -3,8 +3,10 @@
 Installed in a test's PATH as ``codex``. It takes the argv the runner's built-in provider gives
 (the client's runner/providers.py, written against Codex CLI 0.125) and refuses anything else, as
 the real one would:
-  codex exec --json --sandbox MODE --skip-git-repo-check --cd DIR PROMPT
-  codex exec resume --last --json -c key=value PROMPT          (in the folder of the session)
+  codex exec --json --sandbox MODE --skip-git-repo-check --cd DIR -- PROMPT
+  codex exec resume --last --json -c key=value -- PROMPT          (in the folder of the session)
+(a PROMPT starting with "-" before "--" is read as an option, and an unknown one is refused, as
+Codex's clap parser does)
 and prints what `codex exec --json` prints on stdout, one JSON object a line (codex-rs/exec
 exec_events.rs): ``thread.started`` {thread_id}, ``turn.started``, ``item.started`` /
 ``item.completed`` {item: {id, type, ...}} for a ``command_execution`` (command,
@@ -18,6 +20,7 @@ fails like Codex when there is none. What it does comes from lines of the prompt
   hold: PATH      wait until PATH exists before finishing (the tests kill it meanwhile)
   exit: N         the exit code (default 0; non-zero ends with turn.failed)
   commit: yes     commit its file in the current git checkout
+With $FAKE_AGENT_RECORD set it writes its argv and the prompt it took there (JSON).
 SIGTERM stops it (exit 143).
 """
 
@@ -114,6 +117,8 @@ def main() -> int:
     thread["updated"] = time.time()
     (sessions() / f"{thread['thread_id']}.json").write_text(json.dumps(thread))
     prompt = args.prompt
+    if os.environ.get("FAKE_AGENT_RECORD"):
+        Path(os.environ["FAKE_AGENT_RECORD"]).write_text(json.dumps({"argv": sys.argv[1:], "prompt": prompt}))
     print(f"fake-codex: thread {thread['thread_id']} turn {thread['turns']} in {os.getcwd()}", file=sys.stderr)
     say({"type": "thread.started", "thread_id": thread["thread_id"]})
     say({"type": "turn.started"})

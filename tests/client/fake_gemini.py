@@ -3,8 +3,9 @@ runner's tests.
 
 Installed in a test's PATH as ``gemini``. It takes the argv of the runner's built-in provider
 (the client's runner/providers.py) and refuses unknown flags, as the real one would:
-  gemini -p PROMPT --output-format stream-json --approval-mode auto_edit
-  gemini -r latest -p PROMPT --output-format stream-json --approval-mode auto_edit
+  gemini --prompt=PROMPT --output-format stream-json --approval-mode auto_edit
+  gemini -r latest --prompt=PROMPT --output-format stream-json --approval-mode auto_edit
+(``-p PROMPT`` too; a PROMPT starting with "-" after ``-p`` is read as an option, as yargs does)
 and prints Gemini CLI's headless stream-json (docs/cli/headless.md), one JSON object a line, each
 with a ``timestamp``: ``init`` {session_id, model}, ``message`` {role, content, delta},
 ``tool_use`` {tool_name, tool_id, parameters}, ``tool_result`` {tool_id, status, output},
@@ -16,6 +17,7 @@ is none. What it does comes from lines of the prompt:
   hold: PATH      wait until PATH exists before finishing (the tests kill it meanwhile)
   exit: N         the exit code (default 0; non-zero ends with an error result)
   commit: yes     commit its file in the current git checkout
+With $FAKE_AGENT_RECORD set it writes its argv and the prompt it took there (JSON).
 SIGTERM stops it (exit 143).
 """
 
@@ -88,6 +90,8 @@ def main() -> int:
     session["updated"] = time.time()
     (chats / f"{session['session_id']}.json").write_text(json.dumps(session))
     prompt = args.prompt
+    if os.environ.get("FAKE_AGENT_RECORD"):
+        Path(os.environ["FAKE_AGENT_RECORD"]).write_text(json.dumps({"argv": sys.argv[1:], "prompt": prompt}))
     turn = session["turns"]
 
     say({"type": "init", "session_id": session["session_id"], "model": args.model})

@@ -114,3 +114,26 @@ def test_another_agents_rule_does_not_apply(sy_server, agent_key, other_key, sta
     output, _ = hook_output(start_hook(PRE_TOOL, url=sy_server.url, key=agent_key, timeout=40))
 
     assert output is None
+
+
+def test_a_relative_path_is_resolved_against_the_calls_cwd_the_hook_sends(sy_server, agent_key, start_hook):
+    # given a rule on /etc, and a session the hook opened in the project's folder
+    ToolPolicy.objects.create(pattern="Edit(/etc/*)", action="deny", note="system files")
+    output, _ = hook_output(start_hook(PRE_TOOL, url=sy_server.url, key=agent_key, timeout=40))
+    assert output is None
+    assert AgentSession.objects.get(pk=SID).metadata["cwd"] != "/etc"
+
+    # when Claude Code, now in /etc, edits a relative path
+    edit = {
+        **PRE_TOOL,
+        "cwd": "/etc",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": "./ssh/../passwd", "old_string": "a", "new_string": "b"},
+        "tool_use_id": "toolu_02Edit",
+    }
+    output, _ = hook_output(start_hook(edit, url=sy_server.url, key=agent_key, timeout=40))
+
+    # then the path is /etc/passwd for the rule: denied
+    reason = "Switchyard's tool policy 'Edit(/etc/*)' (system files)"
+    assert output == _decision("deny", f"Denied by {reason}.")
+    assert ToolInvocation.objects.get(session_id=SID, client_id="toolu_02Edit").status == "failure"

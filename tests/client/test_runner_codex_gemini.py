@@ -7,6 +7,7 @@ stream-json` print; the tests check that the runner turned that into the session
 and that after a kill -9 of the runner and the agent it starts each provider's resume command.
 """
 
+import json
 import os
 import signal
 import stat
@@ -153,8 +154,9 @@ def test_a_killed_run_resumes_with_the_providers_resume_command(
     workdir = before["workdir"]
     if provider == "codex":
         assert argv[:3] == ["codex", "exec", "--json"] and argv[argv.index("--cd") + 1] == workdir, argv
+        assert argv[-2:] == ["--", run.prompt], argv
     else:
-        assert argv[:2] == ["gemini", "-p"] and "-r" not in argv, argv
+        assert argv[:2] == ["gemini", f"--prompt={run.prompt}"] and "-r" not in argv, argv
     first.kill9()
     os.killpg(before["pid"], signal.SIGKILL)
 
@@ -166,15 +168,17 @@ def test_a_killed_run_resumes_with_the_providers_resume_command(
         machines=[machine],
     )
     argv, cwd = agent_argv(after["pid"])
-    prompt = argv[-1] if provider == "codex" else argv[argv.index("-p") + 1]
+    prompt = argv[-1] if provider == "codex" else argv[3].removeprefix("--prompt=")
+    assert prompt != run.prompt
     assert "You are resuming this work after an interruption" in prompt and f"hold: {go}" in prompt
     if provider == "codex":
         # No --cd on `exec resume`: the runner starts it in the workdir, where the thread was made.
-        assert argv == ["codex", "exec", "resume", "--last", "--json", "-c", 'sandbox_mode="workspace-write"', prompt]
+        resume = ["codex", "exec", "resume", "--last", "--json", "-c", 'sandbox_mode="workspace-write"', "--", prompt]
+        assert argv == resume
         assert cwd == workdir
     else:
-        assert argv[:5] == ["gemini", "-r", "latest", "-p", prompt], argv
-        assert argv[5:] == ["--output-format", "stream-json", "--approval-mode", "auto_edit"], argv
+        assert argv[:4] == ["gemini", "-r", "latest", f"--prompt={prompt}"], argv
+        assert argv[4:] == ["--output-format", "stream-json", "--approval-mode", "auto_edit"], argv
     go.touch()
     wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=60, what="the run to end", machines=[machine])
     assert run.status == "succeeded" and run.attempt == 2, f"{run.error}\n{machine.output()}"
@@ -189,3 +193,34 @@ def test_a_killed_run_resumes_with_the_providers_resume_command(
     assert [p["attempt"] for p in ledger(run, "run.started")] == [1, 2]
     assert [p["attempt"] for p in ledger(run, "run.resumed")] == [2]
     assert len(ledger(run, "run.finished")) == 1
+
+
+# A task's text is data: a title that is an option of the CLI (Codex's sandbox bypass, an MCP config
+# that would start a program) arrives as the prompt, and the run works as any other.
+HOSTILE_TITLES = [
+    "--dangerously-bypass-approvals-and-sandbox",
+    '--mcp-config={"mcpServers":{"x":{"command":"sh","args":["-c","id > pwned"]}}}',
+    "-y",
+    "--help",
+]
+
+
+@pytest.mark.parametrize("title", HOSTILE_TITLES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_prompt_that_looks_like_an_option_arrives_as_the_prompt(
+    provider, title, person, machine, repository, sy_server, tmp_path
+):
+    record = tmp_path / f"{provider}-argv.json"
+    machine.providers[provider]["env"] = {**machine.providers[provider]["env"], "FAKE_AGENT_RECORD": str(record)}
+    machine.write()
+    machine.start()
+    task = TaskFactory(title=title, description="", repository=repository)
+    run = run_queue(actor=person, task=task, provider=provider)
+
+    wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=60, what="the run to end", machines=[machine])
+
+    assert run.status == "succeeded", f"{run.error}\n{machine.output()}"
+    assert run.prompt == title
+    seen = json.loads(record.read_text())
+    assert seen["prompt"] == title, seen
+    assert not (Path(run.workdir) / "pwned").exists()

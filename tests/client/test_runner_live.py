@@ -65,7 +65,7 @@ def runner_env(tmp_path, sy_server):
     _, issued, _ = runner_key_create(name="rt-1", capacity=2)
     root = tmp_path / "runner"
     config = tmp_path / "switchyard-runner.toml"
-    fake = [sys.executable, str(FAKE), "-p", "{prompt}"]
+    fake = [sys.executable, str(FAKE), "--prompt={prompt}"]
     config.write_text(
         f"""
 [runner]

@@ -49,7 +49,7 @@ capacity = 3
 root = "state"
 
 [providers.mine]
-command = ["my-agent", "{prompt}"]
+command = ["my-agent", "--", "{prompt}"]
 output = "jsonl"
 timeout_seconds = 60
 env = { A = "1" }
@@ -149,7 +149,8 @@ def test_the_claude_provider_wires_every_hook_to_switchyard_hook(tmp_path, monke
     claude = providers_for(parse_config({"runner": {"url": "http://x"}}, env=ENV))["claude"]
     values = template_values(prompt="p", session_id="s1", workdir="/w", run_id=1, task_id=2)
     argv = render(claude.command, values)
-    assert argv[:3] == ["claude", "-p", "p"]
+    assert argv[:3] == ["claude", "-p", "--session-id"] and "p" not in argv  # the prompt: on its stdin
+    assert claude.prompt_stdin
     assert argv[argv.index("--session-id") + 1] == session_uuid("s1")
     assert json.loads(argv[argv.index("--settings") + 1]) == settings
     assert "--resume" in render(claude.resume_command, values)

@@ -27,7 +27,7 @@ class _Store:
 def _spawned_env(tmp_path, monkeypatch, *, url: str, provider_env: dict) -> dict:
     seen = {}
 
-    def fake_spawn(argv, *, cwd, env, log_path, exit_path):
+    def fake_spawn(argv, *, cwd, env, log_path, exit_path, **_):
         seen.update(env)
         return SimpleNamespace(pid=os.getpid())
 

@@ -509,12 +509,15 @@ def _tool_id(payload: dict) -> str:
 
 
 def _tool_start(payload: dict) -> dict:
-    return {
+    start = {
         "id": _tool_id(payload),
         "tool_name": str(payload.get("tool_name") or "unknown"),
         "input": payload.get("tool_input"),
         "started_at": _now(),
     }
+    if payload.get("cwd"):  # the server's tool policy resolves a relative file path against it
+        start["cwd"] = str(payload["cwd"])[:4096]
+    return start
 
 
 def _capped(value: object) -> object:

@@ -40,13 +40,14 @@ config file (TOML; default ./switchyard-runner.toml, see switchyard-runner.examp
   grace_seconds = 10                   # SIGTERM → SIGKILL on cancel
 
   [providers.NAME]                     # a new provider, or overrides of a built-in
-  command = ["my-agent", "--task", "{prompt}"]
-  resume_command = ["my-agent", "--continue", "{session_id}", "{prompt}"]
+  command = ["my-agent", "--task={prompt}"]
+  resume_command = ["my-agent", "--continue", "{session_id}", "--", "{prompt}"]
   env = { MY_VAR = "1" }
   output = "text"                      # stream-json | jsonl | text
   timeout_seconds = 3600
   enabled = true
   hooks = false                        # true: the agent records its own tool calls (no duplicates)
+  prompt_stdin = false                 # true: the prompt is the agent's standard input
 
   [repositories.NAME]                  # a git clone on this machine, registered as repository NAME:
   path = "/srv/src/shop"               #   its tasks run only on this runner, in worktrees made
@@ -55,15 +56,18 @@ config file (TOML; default ./switchyard-runner.toml, see switchyard-runner.examp
 
 placeholders: {prompt} {session_id} {session_uuid} (a UUID derived from the session id) {workdir}
   {run_id} {task_id} {python} (this Python) {hook_settings} (Claude Code --settings JSON wiring
-  every hook to `switchyard hook`) {hook_command}; each fills exactly one argument.
+  every hook to `switchyard hook`) {hook_command}; each fills exactly one argument. The prompt is
+  task text, never an option: {prompt} must be a whole argument after a "--" argument, or glued to
+  a long option ("--task={prompt}"); anywhere else the runner refuses to start (exit 3).
 
 built-in providers (each offered only when its program is on PATH):
-  claude  claude -p {prompt} --session-id {session_uuid} --output-format stream-json --verbose
+  claude  claude -p --session-id {session_uuid} --output-format stream-json --verbose
           --settings {hook_settings} --permission-mode acceptEdits --allowedTools ...
-          (resume: --resume {session_uuid})
-  codex   codex exec --json --sandbox workspace-write --skip-git-repo-check --cd {workdir} {prompt}
-          (resume: codex exec resume --last --json ... {prompt})
-  gemini  gemini -p {prompt} --output-format stream-json --approval-mode auto_edit (resume: -r latest)
+          with the prompt on its standard input (resume: --resume {session_uuid})
+  codex   codex exec --json --sandbox workspace-write --skip-git-repo-check --cd {workdir} -- {prompt}
+          (resume: codex exec resume --last --json ... -- {prompt})
+  gemini  gemini --prompt={prompt} --output-format stream-json --approval-mode auto_edit
+          (resume: -r latest)
   shell   your command = [...]; the task is in the environment
   demo    {python} -m switchyard_client.demo_agent
 

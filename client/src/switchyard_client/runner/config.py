@@ -18,7 +18,7 @@ from switchyard_client.api.errors import ConfigurationError
 
 OUTPUTS = ("stream-json", "jsonl", "text")
 RUNNER_KEYS = {"url", "key", "name", "labels", "capacity", "root", "grace_seconds", "host"}
-PROVIDER_KEYS = {"command", "resume_command", "env", "output", "timeout_seconds", "enabled", "hooks"}
+PROVIDER_KEYS = {"command", "resume_command", "env", "output", "timeout_seconds", "enabled", "hooks", "prompt_stdin"}
 REPOSITORY_KEYS = {"path", "default_branch"}
 DEFAULT_ROOT = "./var/runner"
 DEFAULT_GRACE = 10.0
@@ -44,6 +44,7 @@ class ProviderConfig:
     timeout_seconds: float | None = None
     enabled: bool = True
     hooks: bool = False
+    prompt_stdin: bool = False  # the prompt is also the agent's standard input (else /dev/null)
 
 
 @dataclass
@@ -115,13 +116,13 @@ def parse_provider(name: str, table: Any, *, base: ProviderConfig | None = None)
         out.output = table["output"]
     if "timeout_seconds" in table:
         out.timeout_seconds = float(_number(table["timeout_seconds"], f"{where} timeout_seconds", minimum=1))
-    for flag in ("enabled", "hooks"):
+    for flag in ("enabled", "hooks", "prompt_stdin"):
         if flag in table:
             if not isinstance(table[flag], bool):
                 raise _fail(f"{where} {flag}", "must be true or false")
             setattr(out, flag, table[flag])
     if not out.command and out.enabled and name != "shell":
-        raise _fail(where, 'needs a command (an argv list, e.g. ["my-agent", "{prompt}"])')
+        raise _fail(where, 'needs a command (an argv list, e.g. ["my-agent", "--", "{prompt}"])')
     return out
 
 

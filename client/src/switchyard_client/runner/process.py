@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,17 +25,24 @@ from pathlib import Path
 WRAPPER = 'trap : TERM INT HUP; "$@"; code=$?; echo "$code" > "$0.tmp" && mv -f "$0.tmp" "$0"; exit "$code"'
 
 
-def spawn(argv: list[str], *, cwd: str, env: dict[str, str], log_path: Path, exit_path: Path) -> subprocess.Popen:
+def spawn(
+    argv: list[str], *, cwd: str, env: dict[str, str], log_path: Path, exit_path: Path, stdin: bytes | None = None
+) -> subprocess.Popen:
     """Start ``argv`` with stdout and stderr appended to ``log_path``; the child's pid is also its
-    process group id. Raises OSError when the program cannot be found or started."""
+    process group id. ``stdin``: what it reads on its standard input (else nothing: /dev/null), from
+    a file with no name (nothing left on disk, and a restarted runner has nothing to feed). Raises
+    OSError when the program cannot be found or started."""
     exit_path.unlink(missing_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
+    with open(log_path, "ab") as log, tempfile.TemporaryFile() as given:
+        if stdin is not None:
+            given.write(stdin)
+            given.seek(0)
         return subprocess.Popen(
             ["sh", "-c", WRAPPER, str(exit_path), *argv],
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else given,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -8,12 +8,22 @@ Codex CLI 0.125 (`codex exec --json --sandbox workspace-write --skip-git-repo-ch
 workdir as its cwd) and Gemini CLI's headless mode (`-p`, `--output-format stream-json`,
 `--approval-mode`, `-r latest`, sessions kept per project folder). A config table of the same name
 overrides any of it.
+
+The prompt is task text (a title, a description, a person's Run prompt): it reaches the agent as
+data, never where the program could read it as an option (a task titled
+``--dangerously-skip-permissions`` or ``--mcp-config={...}``). Claude Code reads it on its standard
+input (``-p`` with no prompt argument: ``prompt_stdin``, so it is not in the argv at all, which
+Claude Code also scans before its parser runs); Codex gets it after ``--`` (clap: every later word is
+a positional); Gemini as ``--prompt={prompt}`` (yargs takes all after the first ``=`` as the value).
+Every template, built-in or ``[providers.*]``, is held to that (check_prompt_placement): a word
+holding ``{prompt}`` is the whole ``{prompt}`` after a ``--`` word, or ``--name={prompt}``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shlex
 import shutil
 import string
@@ -35,6 +45,7 @@ CLAUDE_HOOKS_LEFT_OUT = ("WorktreeCreate", "MessageDisplay")
 TOOL_MATCHED = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied")
 CLAUDE_TOOLS = "Bash,Read,Write,Edit,MultiEdit,Glob,Grep,LS,TodoWrite"
 PERMISSION_TIMEOUT_SLACK = 10  # seconds Claude Code gives the permission hook beyond its wait
+PROMPT_OPTION = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_.-]*=.*", re.DOTALL)  # --task={prompt}: all after = is the value
 
 _CLAUDE_COMMON = [
     "--output-format",
@@ -55,10 +66,11 @@ def _builtins() -> dict[str, ProviderConfig]:
     return {
         "claude": ProviderConfig(
             name="claude",
-            command=["claude", "-p", "{prompt}", "--session-id", "{session_uuid}", *_CLAUDE_COMMON],
-            resume_command=["claude", "-p", "{prompt}", "--resume", "{session_uuid}", *_CLAUDE_COMMON],
+            command=["claude", "-p", "--session-id", "{session_uuid}", *_CLAUDE_COMMON],
+            resume_command=["claude", "-p", "--resume", "{session_uuid}", *_CLAUDE_COMMON],
             output="stream-json",
             hooks=True,
+            prompt_stdin=True,
         ),
         "codex": ProviderConfig(
             name="codex",
@@ -71,6 +83,7 @@ def _builtins() -> dict[str, ProviderConfig]:
                 "--skip-git-repo-check",
                 "--cd",
                 "{workdir}",
+                "--",
                 "{prompt}",
             ],
             resume_command=[
@@ -81,14 +94,15 @@ def _builtins() -> dict[str, ProviderConfig]:
                 "--json",
                 "-c",
                 'sandbox_mode="workspace-write"',
+                "--",
                 "{prompt}",
             ],
             output="jsonl",
         ),
         "gemini": ProviderConfig(
             name="gemini",
-            command=["gemini", "-p", "{prompt}", *_GEMINI_COMMON],
-            resume_command=["gemini", "-r", "latest", "-p", "{prompt}", *_GEMINI_COMMON],
+            command=["gemini", "--prompt={prompt}", *_GEMINI_COMMON],
+            resume_command=["gemini", "-r", "latest", "--prompt={prompt}", *_GEMINI_COMMON],
             output="stream-json",
         ),
         # Runs the config's command with the task in its environment; off until a command is set.
@@ -146,6 +160,29 @@ def check_template(provider: str, key: str, template: list[str]) -> None:
         raise RunnerConfigError(
             f"[providers.{provider}] {key}: unknown placeholder(s) {', '.join('{' + n + '}' for n in sorted(unknown))}"
             f" (known: {', '.join('{' + n + '}' for n in sorted(PLACEHOLDERS))})"
+        )
+    check_prompt_placement(provider, key, template)
+
+
+def check_prompt_placement(provider: str, key: str, template: list[str]) -> None:
+    """``{prompt}`` only where no program reads it as an option: the whole word after a ``--`` word
+    (whole: ``bash -c -- "x {prompt}"`` would run it), or in the value of a long option glued with
+    ``=`` (``--task={prompt}``). Anywhere else a task titled ``--help`` (or ``--mcp-config=...``)
+    would reach the agent as an option, so the runner refuses to start."""
+    ended = False
+    for part in template:
+        if part == "--":
+            ended = True
+        if "prompt" not in template_fields([part]):
+            continue
+        if (ended and part == "{prompt}") or PROMPT_OPTION.fullmatch(part):
+            continue
+        raise RunnerConfigError(
+            f"[providers.{provider}] {key}: {part!r} puts the prompt where it can be read as an option (a task "
+            'titled "--help" would be one). Make "{prompt}" a whole argument after a "--" argument '
+            '(["my-agent", "--", "{prompt}"]), a long option\'s value glued with "=" ("--task={prompt}"), or leave '
+            "{prompt} out and set prompt_stdin = true (the prompt on the agent's standard input; it is in "
+            "$SWITCHYARD_PROMPT too)."
         )
 
 

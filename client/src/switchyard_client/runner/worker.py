@@ -215,7 +215,10 @@ class RunWorker:
             prompt=prompt,
             hook_dir=hook_dir,
         )
-        self.popen = spawn(argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path))
+        given = prompt.encode() if provider.prompt_stdin else None  # the prompt as data, never an option
+        self.popen = spawn(
+            argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path), stdin=given
+        )
         s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
         s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
         self.runner.store.save(s)
