@@ -151,13 +151,14 @@ class Machine:
     def cleanup(self) -> None:
         for proc in self.processes:
             proc.stop()
-        # Agents a killed runner left behind: stop their process groups.
+        # Agents a killed runner left behind, and their watchdogs: stop their process groups.
         for path in (self.root / "runs").glob("*.json"):
             with contextlib.suppress(OSError, ValueError):
-                pid = json.loads(path.read_text()).get("pid")
-                if pid:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(pid, signal.SIGKILL)
+                state = json.loads(path.read_text())
+                for pid in (state.get("pid"), state.get("watchdog_pid")):
+                    if pid:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(pid, signal.SIGKILL)
 
 
 def wait_for(check, *, timeout: float = 30, what: str = "condition", machines=(), interval: float = 0.05):

@@ -17,7 +17,7 @@ from sessions_app.models import AgentApiKey
 from tests.runners.runner_clients import client_with_key, next_runs, post_log, report, take_and_start
 
 pytestmark = pytest.mark.django_db
-LATER = timedelta(seconds=61)
+LATER = timedelta(seconds=61 + 5)  # past the lease (60 s) and its margin (RUNNER_LEASE_MARGIN_SECONDS)
 
 
 def test_an_assigned_run_whose_lease_lapsed_goes_back_to_the_queue_fenced(runner_client, queue_run):

@@ -22,6 +22,7 @@ from switchyard_client.runner.process import describe_exit, read_exit_file, spaw
 from switchyard_client.runner.providers import render, resume_prompt, template_values
 from switchyard_client.runner.state import RunState, pid_start_time, same_process
 from switchyard_client.runner.summary import run_summary
+from switchyard_client.runner.watchdog import fired_path, lease_forget, lease_path, watchdog_start, watchdog_stop
 from switchyard_client.runner.watcher import IDLE_TICK, IDLE_TICKS
 from switchyard_client.runner.workdir import workdir_prepare
 
@@ -51,6 +52,7 @@ class RunWorker:
         self.dropped = False
         self.wake = threading.Event()
         self.popen = None
+        self.watchdog = None  # the watchdog's Popen, when this runner started it
         self.agent: Client | None = None
         self.saved_at = 0.0
         self.begun = time.monotonic()
@@ -110,6 +112,7 @@ class RunWorker:
                     self._start(resume=self.mode == "resume")
                 elif self.mode in ("adopt", "exited"):
                     if self.mode == "adopt":
+                        self._watchdog_ensure()
                         self.say(f"re-adopted: {s.provider} still running (pid {s.pid}, attempt {s.attempt})")
                     if s.phase == "starting":  # spawned, but the runner died before saying so
                         self._report_running()
@@ -122,7 +125,7 @@ class RunWorker:
             self._finish()
         except LeaseLost as exc:
             self._stop_agent()
-            self.runner.store.forget(s.id)
+            self._forget()
             self.say(f"lost its lease ({exc}); agent stopped, run forgotten")
         except RunnerRun:
             pass
@@ -173,7 +176,9 @@ class RunWorker:
 
     def _start(self, *, resume: bool) -> None:
         s, a = self.state, self.state.assignment
+        sent_at = time.time()  # `starting` renews the lease from a moment after this
         answer = self._status({"attempt": s.attempt, "status": "starting"}, until_done=True)
+        self.runner.lease_renew(s, sent_at)
         s.attempt = int(answer.get("attempt") or s.attempt)
         s.session = str(answer.get("session") or "")
         s.agent_key = str(answer.get("agent_key") or "")
@@ -208,9 +213,11 @@ class RunWorker:
             s.exit_path = str(self.runner.store.folder / f"{s.id}.exit")
         hook_dir = self.runner.store.folder / f"{s.id}.hook"
         env = agent_env(s, provider=provider, url=self.runner.config.url, prompt=prompt, hook_dir=hook_dir)
+        self._watchdog_stop()  # a resumed run's old one, if it still waits for a deadline
         self.popen = spawn(argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path))
         s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
         s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
+        self._watchdog_ensure()
         self.runner.store.save(s)
         title = task.get("title") or ""
         self.say(
@@ -266,7 +273,7 @@ class RunWorker:
                 return True
             if self.dropped:
                 self._stop_agent()
-                self.runner.store.forget(s.id)
+                self._forget()
                 self.say("dropped by the server; agent stopped")
                 raise RunnerRun()
             if self.cancelled:
@@ -313,6 +320,31 @@ class RunWorker:
         reap = self.popen.poll if self.popen is not None else None
         stop_group(s.pid, grace=self.runner.config.grace_seconds, reap=reap)
 
+    # --- the watchdog (watchdog.py) ------------------------------------------------------------------------
+    def _watchdog_ensure(self) -> None:
+        """Start the agent's watchdog unless the one in the state file still runs (it outlived a
+        runner). The lease file is written by then: by `starting`, or by the restarted runner's
+        first heartbeat."""
+        s = self.state
+        if s.pid is None or same_process(s.watchdog_pid, s.watchdog_start):
+            return
+        self.watchdog = watchdog_start(lease_path(self.runner.store.folder, s.id), s.pid)
+        s.watchdog_pid, s.watchdog_start = self.watchdog.pid, pid_start_time(self.watchdog.pid)
+        self.runner.store.save(s)
+
+    def _watchdog_stop(self) -> None:
+        s = self.state
+        if s.watchdog_pid is not None and (self.watchdog is not None or same_process(s.watchdog_pid, s.watchdog_start)):
+            watchdog_stop(s.watchdog_pid, self.watchdog)
+        self.watchdog = None
+        s.watchdog_pid = s.watchdog_start = None
+
+    def _forget(self) -> None:
+        """The run is over here: its watchdog, lease file and state file go."""
+        self._watchdog_stop()
+        lease_forget(lease_path(self.runner.store.folder, self.state.id))
+        self.runner.store.forget(self.state.id)
+
     def _save(self, *, force: bool = False) -> None:
         now = time.monotonic()
         if force or now - self.saved_at >= STATE_SAVE_EVERY:
@@ -346,6 +378,9 @@ class RunWorker:
         if not s.outcome:
             if s.exit_code == 0:
                 s.outcome = "succeeded"
+            elif fired_path(lease_path(self.runner.store.folder, s.id)).exists():
+                s.outcome = "failed"
+                s.error = f"{describe_exit(s.exit_code)}: stopped by its watchdog, the lease was not renewed in time"
             else:
                 s.outcome, s.error = "failed", describe_exit(s.exit_code)
         s.phase = "finishing"
@@ -375,10 +410,11 @@ class RunWorker:
             self.say(f"the server would not take {s.outcome}: {exc}")
         with contextlib.suppress(LeaseLost):
             self._ship(final=True)  # anything the agent's children wrote after the last tick
-        self.runner.store.forget(s.id)
+        self._forget()
         if s.worktree_id:
             self.runner.reported_at = 0.0  # the worktree monitor hears how the agent left it
-        took = time.monotonic() - self.begun
+        # From the agent's start, also for a run re-adopted by a restarted runner.
+        took = time.time() - s.started_at if s.started_at else time.monotonic() - self.begun
         detail = describe_exit(s.exit_code) if s.outcome != "cancelled" else "stopped"
         if s.outcome == "failed" and s.error and not s.error.startswith(("exit code", "killed")):
             detail = s.error
@@ -392,4 +428,4 @@ class RunWorker:
         body = {"attempt": s.attempt, "status": "failed", "error": error[:4000]}
         with contextlib.suppress(SwitchyardError, LeaseLost):
             self._status(body)
-        self.runner.store.forget(s.id)
+        self._forget()

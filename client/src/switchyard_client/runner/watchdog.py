@@ -1,0 +1,103 @@
+"""A run's watchdog: no agent works after its attempt is fenced (SPEC §8), even when its runner died.
+
+The server renews a started run's lease at each heartbeat of its runner, and declares the run lost
+once the lease has lapsed by RUNNER_LEASE_MARGIN_SECONDS. The runner writes, after each heartbeat
+the server answered (and when the run starts), when that lease ends at the latest as two times in
+``<root>/runs/<id>.lease``: when to send SIGTERM and when to send SIGKILL to the agent's process
+group. Both count from the moment the request was *sent*, so they fall before the server's own
+expiry whatever the network took.
+
+Beside each agent runs a tiny ``sh`` loop (its own session: a Ctrl-C or a kill of the runner does not
+reach it) that reads the file, sleeps until the SIGTERM time, reads it again, and, if no live runner
+moved it meanwhile, stops the group: SIGTERM, then SIGKILL at the SIGKILL time. A restarted runner
+re-adopts the agent by renewing the same file. The loop ends once the group is gone; the runner
+stops it when a run ends. About 1 MB per run and two short-lived processes (``date``, ``sleep``)
+per lease period, rather than a Python interpreter (9 MB) per run.
+
+Times are whole seconds of the wall clock (``date +%s``); the runner rounds down, so the SIGKILL
+falls at the latest at the lease's end (and the margin covers the second the loop may sleep past it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+# $0 is the lease file ("TERM_AT KILL_AT", seconds since the epoch), $1 the agent's process group.
+# Unreadable or missing (the runner removes it only after stopping this loop): stop the agent now.
+# A kill of the loop (the runner's, when the run ends) takes its `sleep` with it: same group.
+SCRIPT = """
+lease=$0 group=$1
+while kill -0 -"$group" 2>/dev/null; do
+  term=0 kill=0
+  read term kill < "$lease" 2>/dev/null
+  case "$term$kill" in ''|*[!0-9]*) term=0 kill=0 ;; esac
+  now=$(date +%s)
+  if [ "$now" -ge "$term" ]; then
+    : > "$lease.fired"
+    kill -TERM -"$group" 2>/dev/null
+    while [ "$(date +%s)" -lt "$kill" ] && kill -0 -"$group" 2>/dev/null; do sleep 1; done
+    kill -KILL -"$group" 2>/dev/null
+    exit 0
+  fi
+  sleep $((term - now))
+done
+"""
+
+
+def lease_path(folder: Path, run_id: int) -> Path:
+    return Path(folder) / f"{int(run_id)}.lease"
+
+
+def fired_path(lease: Path) -> Path:
+    return Path(f"{lease}.fired")
+
+
+def lease_times(*, sent_at: float, lease_seconds: float, grace: float) -> tuple[int, int]:
+    """(SIGTERM at, SIGKILL at), whole seconds: SIGKILL one second before the lease's end (the loop
+    reads the clock in whole seconds, so it may act up to a second late), SIGTERM ``grace`` before
+    that, but never more than a third of the lease before it (a grace as long as the lease would
+    stop every agent at once)."""
+    kill = math.floor(sent_at + lease_seconds) - 1
+    lead = int(max(0.0, min(grace, lease_seconds / 3)))
+    return kill - lead, kill
+
+
+def lease_write(path: Path, *, sent_at: float, lease_seconds: float, grace: float) -> None:
+    """Atomically (temp file, rename): the loop never reads half a line."""
+    term, kill = lease_times(sent_at=sent_at, lease_seconds=lease_seconds, grace=grace)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    tmp.write_text(f"{term} {kill}\n")
+    os.replace(tmp, path)
+
+
+def watchdog_start(lease: Path, group: int) -> subprocess.Popen:
+    """The loop for the agent whose process group is ``group``; ``lease`` must already be written."""
+    return subprocess.Popen(
+        ["sh", "-c", SCRIPT, str(lease), str(int(group))],
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def watchdog_stop(pid: int, popen: subprocess.Popen | None = None) -> None:
+    """Stop the loop (and its ``sleep``): SIGKILL to its group, then reap it if it is our child."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    if popen is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            popen.wait(5)
+
+
+def lease_forget(lease: Path) -> None:
+    for path in (lease, fired_path(lease)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
