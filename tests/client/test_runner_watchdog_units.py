@@ -11,7 +11,7 @@ from pathlib import Path
 
 from switchyard_client.runner.agent_env import agent_env
 from switchyard_client.runner.config import ProviderConfig
-from switchyard_client.runner.process import group_alive
+from switchyard_client.runner.process import fenced_kill, group_alive
 from switchyard_client.runner.state import RunState
 from switchyard_client.runner.watchdog import (
     fired_path,
@@ -59,7 +59,7 @@ def test_an_agent_whose_lease_ends_gets_sigterm_then_sigkill_and_the_watchdog_en
     lease = lease_path(tmp_path, 7)
     now = time.time()
     lease.write_text(f"{int(now)} {int(now) + 2}\n")  # SIGTERM due now, SIGKILL in two seconds
-    dog = watchdog_start(lease, proc.pid)
+    dog = watchdog_start(lease, proc.pid, "")
     try:
         assert proc.wait(20) == -9  # deaf to SIGTERM: the SIGKILL ended it
         assert "term" in (tmp_path / "out.txt").read_text()
@@ -75,7 +75,7 @@ def test_a_renewed_lease_keeps_the_agent_and_stopping_the_watchdog_leaves_the_ag
     lease = lease_path(tmp_path, 8)
     lease_write(lease, sent_at=time.time(), lease_seconds=5, grace=1)  # SIGTERM in ~3 s
     first_kill = int(lease.read_text().split()[1])
-    dog = watchdog_start(lease, proc.pid)
+    dog = watchdog_start(lease, proc.pid, "")
     try:
         # Renewed, as a live runner's heartbeats do, until the agent has written past the first deadline.
         def past_first_deadline():
@@ -94,9 +94,46 @@ def test_a_renewed_lease_keeps_the_agent_and_stopping_the_watchdog_leaves_the_ag
         proc.wait(5)
 
 
+def test_processes_that_left_the_agents_group_are_stopped_too(tmp_path):
+    """A tool call started detached (its own session, as `setsid` or a detached spawn does) carries
+    the attempt's SWITCHYARD_FENCE, and the watchdog finds it by that."""
+    out, away = tmp_path / "out.txt", tmp_path / "away.txt"
+    script = f'setsid sh -c \'trap "" TERM; while :; do date +%s >> "{away}"; sleep 0.1; done\' & {DEAF}'
+    env = {"OUT": str(out), "PATH": "/usr/bin:/bin", "SWITCHYARD_FENCE": "f00d"}
+    proc = subprocess.Popen(["sh", "-c", script], env=env, start_new_session=True)
+    wait_for(lambda: away.exists() and away.read_text().strip(), what="the detached child to write")
+    away_pid = next(
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and p.name != str(proc.pid) and _environ_has(p, b"SWITCHYARD_FENCE=f00d")
+    )
+    lease = lease_path(tmp_path, 10)
+    lease.write_text(f"{int(time.time())} {int(time.time()) + 1}\n")
+    dog = watchdog_start(lease, proc.pid, "f00d")
+    try:
+        assert proc.wait(20) == -9
+        wait_for(
+            lambda: not _environ_has(Path(f"/proc/{away_pid}"), b"SWITCHYARD_FENCE=f00d"), what="the detached child"
+        )
+        assert dog.wait(10) == 0
+    finally:
+        watchdog_stop(dog.pid, dog)
+        proc.kill()
+        fenced_kill("f00d")
+
+
+def _environ_has(proc: Path, mark: bytes) -> bool:
+    """A live process (not a zombie) whose environment holds ``mark``."""
+    try:
+        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X") and mark in (proc / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
 def test_a_missing_lease_file_stops_the_agent(tmp_path):
     proc = agent(tmp_path)
-    dog = watchdog_start(lease_path(tmp_path, 9), proc.pid)
+    dog = watchdog_start(lease_path(tmp_path, 9), proc.pid, "")
     try:
         assert proc.wait(20) == -9
     finally:

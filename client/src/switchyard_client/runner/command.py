@@ -30,8 +30,9 @@ the server may declare the run lost and start another attempt.
 Agents get SWITCHYARD_URL, SWITCHYARD_SESSION, SWITCHYARD_KEY (a key for that run's session only,
 revoked when the run ends; never the runner's own key), SWITCHYARD_RUN, SWITCHYARD_ATTEMPT (the
 run's attempt: 2 and up when resumed), SWITCHYARD_TASK, SWITCHYARD_TASK_TITLE,
-SWITCHYARD_TASK_DESCRIPTION, SWITCHYARD_WORKDIR, SWITCHYARD_PROMPT and SWITCHYARD_STATE_DIR (where
-`switchyard hook` keeps the run's spool).
+SWITCHYARD_TASK_DESCRIPTION, SWITCHYARD_WORKDIR, SWITCHYARD_PROMPT, SWITCHYARD_STATE_DIR (where
+`switchyard hook` keeps the run's spool) and SWITCHYARD_FENCE (a mark of the attempt's processes: its
+watchdog also stops those that left the agent's process group).
 """
 
 EPILOG = """\

@@ -22,7 +22,7 @@ from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
 from switchyard_client.runner.config import ProviderConfig, RunnerConfig, RunnerConfigError
 from switchyard_client.runner.console import Console
 from switchyard_client.runner.git import GitError
-from switchyard_client.runner.process import read_exit_file, stop_group
+from switchyard_client.runner.process import fenced_kill, read_exit_file, stop_group
 from switchyard_client.runner.repos import REPORT_EVERY, HostedRepository, repository_check
 from switchyard_client.runner.repos import reports as worktree_reports
 from switchyard_client.runner.repos import worktree_remove as hosted_worktree_remove
@@ -244,6 +244,7 @@ class Runner:
             if item is None or state.id in dropped or int(item["attempt"]) != state.attempt:
                 if alive:
                     stop_group(state.pid, grace=self.config.grace_seconds)
+                    fenced_kill(state.fence)
                 if same_process(state.watchdog_pid, state.watchdog_start):
                     watchdog_stop(state.watchdog_pid)
                 lease_forget(lease_path(self.store.folder, state.id))
@@ -311,7 +312,8 @@ class Runner:
             return exc.exit_code
         poller = threading.Thread(target=self.poll_loop, name="runner-poll", daemon=True)
         poller.start()
-        while not self.stop.wait(self.heartbeat_seconds):
+        # At least three heartbeats a lease: the agents' watchdogs stop them when one is not renewed.
+        while not self.stop.wait(min(self.heartbeat_seconds, self.lease_seconds / 3)):
             try:
                 self.heartbeat()
             except SwitchyardError as exc:

@@ -27,21 +27,26 @@ import signal
 import subprocess
 from pathlib import Path
 
-# $0 is the lease file ("TERM_AT KILL_AT", seconds since the epoch), $1 the agent's process group.
-# Unreadable or missing (the runner removes it only after stopping this loop): stop the agent now.
-# A kill of the loop (the runner's, when the run ends) takes its `sleep` with it: same group.
+# $0 is the lease file ("TERM_AT KILL_AT", seconds since the epoch), $1 the agent's process group,
+# $2 the attempt's mark: SWITCHYARD_FENCE=<mark> is in the environment of the agent and of every
+# process it starts, also those that left its group (setsid, a detached spawn), found in
+# /proc/<pid>/environ. Unreadable or missing lease file (the runner removes it only after stopping
+# this loop): stop the agent now. A kill of the loop (the runner's, when the run ends) takes its
+# `sleep` with it: same group.
 SCRIPT = """
-lease=$0 group=$1
-while kill -0 -"$group" 2>/dev/null; do
+lease=$0 group=$1 mark=SWITCHYARD_FENCE=$2
+marked() { grep -lzxsF "$mark" /proc/[0-9]*/environ 2>/dev/null | while read -r f; do p=${f#/proc/}; echo "${p%/environ}"; done; }
+stop() { kill -"$1" -"$group" 2>/dev/null; for p in $(marked); do kill -"$1" "$p" 2>/dev/null; done; }
+while kill -0 -"$group" 2>/dev/null || [ -n "$(marked)" ]; do
   term=0 kill=0
   read term kill < "$lease" 2>/dev/null
   case "$term$kill" in ''|*[!0-9]*) term=0 kill=0 ;; esac
   now=$(date +%s)
   if [ "$now" -ge "$term" ]; then
     : > "$lease.fired"
-    kill -TERM -"$group" 2>/dev/null
+    stop TERM
     while [ "$(date +%s)" -lt "$kill" ] && kill -0 -"$group" 2>/dev/null; do sleep 1; done
-    kill -KILL -"$group" 2>/dev/null
+    stop KILL
     exit 0
   fi
   sleep $((term - now))
@@ -75,10 +80,11 @@ def lease_write(path: Path, *, sent_at: float, lease_seconds: float, grace: floa
     os.replace(tmp, path)
 
 
-def watchdog_start(lease: Path, group: int) -> subprocess.Popen:
-    """The loop for the agent whose process group is ``group``; ``lease`` must already be written."""
+def watchdog_start(lease: Path, group: int, fence: str) -> subprocess.Popen:
+    """The loop for the agent whose process group is ``group`` and whose processes carry
+    SWITCHYARD_FENCE=``fence``; ``lease`` must already be written."""
     return subprocess.Popen(
-        ["sh", "-c", SCRIPT, str(lease), str(int(group))],
+        ["sh", "-c", SCRIPT, str(lease), str(int(group)), fence],
         cwd="/",
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

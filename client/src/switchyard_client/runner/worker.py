@@ -18,7 +18,7 @@ from switchyard_client.api.retry import RetryPolicy
 from switchyard_client.runner.agent_env import agent_env
 from switchyard_client.runner.host import Host
 from switchyard_client.runner.logship import LeaseLost, is_lease_lost, last_lines, run_events_ship, run_log_ship
-from switchyard_client.runner.process import describe_exit, read_exit_file, spawn, stop_group
+from switchyard_client.runner.process import describe_exit, fenced_kill, read_exit_file, spawn, stop_group
 from switchyard_client.runner.providers import render, resume_prompt, template_values
 from switchyard_client.runner.state import RunState, pid_start_time, same_process
 from switchyard_client.runner.summary import run_summary
@@ -212,12 +212,13 @@ class RunWorker:
             s.log_path = str(self.runner.jobs / f"job-{stamp}-{s.id}.log")
             s.exit_path = str(self.runner.store.folder / f"{s.id}.exit")
         hook_dir = self.runner.store.folder / f"{s.id}.hook"
+        s.fence = os.urandom(12).hex()
         env = agent_env(s, provider=provider, url=self.runner.config.url, prompt=prompt, hook_dir=hook_dir)
         self._watchdog_stop()  # a resumed run's old one, if it still waits for a deadline
         self.popen = spawn(argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path))
         s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
         s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
-        self._watchdog_ensure()
+        self._watchdog_ensure(save=False)
         self.runner.store.save(s)
         title = task.get("title") or ""
         self.say(
@@ -315,22 +316,23 @@ class RunWorker:
 
     def _stop_agent(self) -> None:
         s = self.state
-        if s.pid is None or not self._alive():
-            return
-        reap = self.popen.poll if self.popen is not None else None
-        stop_group(s.pid, grace=self.runner.config.grace_seconds, reap=reap)
+        if s.pid is not None and self._alive():
+            reap = self.popen.poll if self.popen is not None else None
+            stop_group(s.pid, grace=self.runner.config.grace_seconds, reap=reap)
+        fenced_kill(s.fence)  # what left the group (setsid, a detached spawn) but carries the mark
 
     # --- the watchdog (watchdog.py) ------------------------------------------------------------------------
-    def _watchdog_ensure(self) -> None:
+    def _watchdog_ensure(self, *, save: bool = True) -> None:
         """Start the agent's watchdog unless the one in the state file still runs (it outlived a
         runner). The lease file is written by then: by `starting`, or by the restarted runner's
         first heartbeat."""
         s = self.state
         if s.pid is None or same_process(s.watchdog_pid, s.watchdog_start):
             return
-        self.watchdog = watchdog_start(lease_path(self.runner.store.folder, s.id), s.pid)
+        self.watchdog = watchdog_start(lease_path(self.runner.store.folder, s.id), s.pid, s.fence)
         s.watchdog_pid, s.watchdog_start = self.watchdog.pid, pid_start_time(self.watchdog.pid)
-        self.runner.store.save(s)
+        if save:
+            self.runner.store.save(s)
 
     def _watchdog_stop(self) -> None:
         s = self.state
