@@ -20,6 +20,7 @@ from typing import Any
 
 from runners.models import Run
 from runners.services import runner_key_create
+from switchyard_client.runner.process import fenced_kill
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -159,6 +160,7 @@ class Machine:
                     if pid:
                         with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.killpg(pid, signal.SIGKILL)
+                fenced_kill(state.get("fence") or "")  # what left the agent's group
 
 
 def wait_for(check, *, timeout: float = 30, what: str = "condition", machines=(), interval: float = 0.05):

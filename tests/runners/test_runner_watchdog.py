@@ -33,7 +33,10 @@ pytestmark = pytest.mark.usefixtures("transactional_db")
 LEASE_SECONDS = 8
 # Deaf to SIGTERM, as an agent inside a long tool call may be (`trap "" TERM` is inherited by its
 # `sleep`s): only the watchdog's SIGKILL stops it. One line per tick, with the time it was written.
-STUBBORN = 'trap "" TERM; while :; do date +%s.%N >> "$OUT"; sleep 0.1; done'
+# Its tool call runs detached (a session of its own, as `setsid` or a detached spawn makes), outside
+# the agent's process group, writing to $OUT.tool.
+LOOP = 'trap "" TERM; while :; do date +%s.%N >> "$1"; sleep 0.1; done'
+STUBBORN = f'setsid sh -c \'{LOOP}\' tool "$OUT.tool" & set -- "$OUT"; {LOOP}'
 # Writes until the test creates $GO, then ends well.
 UNTIL_GO = 'while [ ! -e "$GO" ]; do date +%s.%N >> "$OUT"; sleep 0.1; done'
 
@@ -74,6 +77,19 @@ def machine(tmp_path, sy_server, settings):
         item.cleanup()
 
 
+def fenced(mark: str) -> list[int]:
+    """Live processes (not zombies) whose environment holds SWITCHYARD_FENCE=``mark``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            alive = proc.name.isdigit() and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+            if alive and f"SWITCHYARD_FENCE={mark}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
 def lines(path: Path) -> list[float]:
     text = path.read_text() if path.exists() else ""
     return [float(line) for line in text.splitlines() if re.fullmatch(r"\d+\.\d+", line)]
@@ -85,17 +101,19 @@ def test_a_killed_runners_agent_is_dead_before_its_run_is_lost(person, machine):
     runner = m.start()
     wait_for(lambda: run_in(run, "running"), timeout=60, what="the run to start", machines=[m])
     state = wait_for(lambda: m.state(run).get("pid") and m.state(run), what="the agent", machines=[m])
-    wait_for(lambda: len(lines(m.out)) >= 3, what="the agent to write", machines=[m])
+    tool = Path(f"{m.out}.tool")
+    wait_for(lambda: len(lines(m.out)) >= 3 and len(lines(tool)) >= 3, what="the agent to write", machines=[m])
     runner.kill9()
     state = m.state(run)
-    assert group_alive(state["pid"])  # the agent lives on without its runner, for now
+    # The agent and its detached tool call live on without their runner, for now.
+    assert group_alive(state["pid"]) and len(fenced(state["fence"])) >= 2
 
-    # Beat's expiry pass, in a loop; the agent's group is looked at just before each pass.
+    # Beat's expiry pass, in a loop; the agent's processes are looked at just before each pass.
     alive_at_loss = None
 
     def lost():
         nonlocal alive_at_loss
-        alive = group_alive(state["pid"])
+        alive = group_alive(state["pid"]) or bool(fenced(state["fence"]))
         runs_expire_leases()
         if run_in(run, "lost"):
             alive_at_loss = alive
@@ -106,9 +124,11 @@ def test_a_killed_runners_agent_is_dead_before_its_run_is_lost(person, machine):
     assert alive_at_loss is False, "the agent was still alive when its run was declared lost"
     # The file stopped growing before the loss was recorded, and it does not grow after.
     lost_at = Event.objects.get(name="run.lost", subject_type="run", subject_id=str(run.pk)).created_at.timestamp()
-    written = lines(m.out)
+    written, tool_written = lines(m.out), lines(tool)
     assert written[-1] < lost_at and m.out.stat().st_mtime < lost_at
-    assert not group_alive(state["pid"]) and lines(m.out) == written
+    assert tool_written[-1] < lost_at and tool.stat().st_mtime < lost_at
+    assert not group_alive(state["pid"]) and not fenced(state["fence"])
+    assert (lines(m.out), lines(tool)) == (written, tool_written)
     # The watchdog ended with its work done.
     assert state.get("watchdog_pid")
     wait_for(lambda: not group_alive(state["watchdog_pid"]), timeout=10, what="the watchdog to end")
