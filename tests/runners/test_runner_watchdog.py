@@ -3,7 +3,7 @@ watchdogs (client runner/watchdog.py), which stop them by the lease's end, befor
 declare the run lost (lease + RUNNER_LEASE_MARGIN_SECONDS); a runner started again within the lease
 re-adopts its agent, which its watchdog spares.
 
-Real processes throughout: a live server with a short lease (RUNNER_LEASE_SECONDS=8, heartbeats
+Real processes throughout: a live server with a short lease (RUNNER_LEASE_SECONDS=12, heartbeats
 every second), real `switchyard runner` processes, agents that are shell loops writing to a file.
 Lease expiry is Celery beat's job in production; here the test calls the service in a loop, as beat
 would, and looks at the agent's process group before each call.
@@ -30,7 +30,7 @@ from tests.worker import FILE_ROOTS
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
-LEASE_SECONDS = 8
+LEASE_SECONDS = 12
 # Deaf to SIGTERM, as an agent inside a long tool call may be (`trap "" TERM` is inherited by its
 # `sleep`s): only the watchdog's SIGKILL stops it. One line per tick, with the time it was written.
 # Its tool call runs detached (a session of its own, as `setsid` or a detached spawn makes), outside
