@@ -244,7 +244,7 @@ class Runner:
             if item is None or state.id in dropped or int(item["attempt"]) != state.attempt:
                 if alive:
                     stop_group(state.pid, grace=self.config.grace_seconds)
-                    fenced_kill(state.fence)
+                fenced_kill(state.fence)  # what left the agent's group, also when the agent is gone
                 if same_process(state.watchdog_pid, state.watchdog_start):
                     watchdog_stop(state.watchdog_pid)
                 lease_forget(lease_path(self.store.folder, state.id))
