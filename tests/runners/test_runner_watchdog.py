@@ -11,6 +11,7 @@ would, and looks at the agent's process group before each call.
 
 import os
 import re
+import signal
 from pathlib import Path
 from unittest import mock
 
@@ -169,3 +170,27 @@ def test_a_runner_restarted_within_the_lease_readopts_its_agent_which_the_watchd
     written = lines(m.out)
     took = float(re.search(rf"run {run.pk} succeeded after ([\d.]+) s", second.output()).group(1))
     assert took >= written[-1] - written[0] - 0.1, (took, written[-1] - written[0])
+
+
+def test_a_watchdog_killed_with_its_runner_is_started_again_on_readoption(person, machine):
+    m = machine(UNTIL_GO)
+    run = run_queue(actor=person, task=TaskFactory(title="Lose the dog"), provider="shell")
+    first = m.start()
+    wait_for(lambda: run_in(run, "running"), timeout=60, what="the run to start", machines=[m])
+    wait_for(lambda: len(lines(m.out)) >= 3, what="the agent to write", machines=[m])
+    first.kill9()
+    state = m.state(run)
+    os.killpg(state["watchdog_pid"], signal.SIGKILL)  # the machine's OOM killer took it, say
+    wait_for(lambda: not group_alive(state["watchdog_pid"]), what="the old watchdog to die")
+    second = m.start()
+    wait_for(lambda: f"run {run.pk} re-adopted" in second.output(), timeout=60, what="re-adoption", machines=[m])
+    new = wait_for(lambda: m.state(run).get("watchdog_pid") != state["watchdog_pid"] and m.state(run), what="a new one")
+    assert group_alive(new["watchdog_pid"]) and group_alive(state["pid"])
+    # It watches the same agent, with the same mark: its command line names both.
+    argv = Path(f"/proc/{new['watchdog_pid']}/cmdline").read_bytes().split(b"\0")
+    assert str(state["pid"]).encode() in argv and state["fence"].encode() in argv
+
+    m.go.touch()
+    wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=60, what="the run to end", machines=[m])
+    assert (run.status, run.attempt) == ("succeeded", 1), (run.error, m.output())
+    wait_for(lambda: not group_alive(new["watchdog_pid"]), timeout=10, what="the new watchdog to stop")
