@@ -11,6 +11,7 @@ place after them. ``tests/config/test_schedule.py`` checks every entry still nam
 
 # Slowest first: each file's summed setup, call and teardown time on the PostgreSQL + Redis suite.
 LONGEST_FILES = (
+    "tests/integration/test_fleet_scenario.py",
     "tests/integration/test_archive_worker.py",
     "tests/config/test_api_conformance.py",
     "tests/sessions_app/test_serve_command.py",
