@@ -47,7 +47,7 @@ from django.test import override_settings
 
 from board.models import Task
 from config.actors import Actor
-from ledger.models import Event
+from ledger.models import Event, ToolInvocation
 from runners.leases import runs_expire_leases
 from runners.models import Run
 from runners.services import run_queue
@@ -176,6 +176,10 @@ def ticks(path: Path) -> list[tuple[int, float]]:
     """(run id, time) of each whole line of a worktree's ticks.txt."""
     text_ = path.read_text() if path.exists() else ""
     return [(int(m[1]), float(m[2])) for m in re.finditer(r"^(\d+) (\d+\.\d+)$", text_, re.MULTILINE)]
+
+
+def ledger(run: Run) -> list[Event]:
+    return list(Event.objects.filter(subject_type="run", subject_id=str(run.pk)).order_by("id"))
 
 
 def attributed() -> tuple[int, int, int]:
@@ -336,6 +340,10 @@ def test_a_fleet_with_killed_runners_and_a_killed_web_process_loses_nothing(flee
         run.refresh_from_db()
         assert (run.status, run.attempt, run.error) == ("succeeded", 1, ""), run.error
         assert (worktree(run) / "gated.txt").read_text() == f"{run.pk}\n"
+        # Run once: started once (A's re-adopted, not started again), never lost, its Bash call once.
+        assert [e.name for e in ledger(run) if e.name in ("run.started", "run.lost")] == ["run.started"]
+        calls = ToolInvocation.objects.filter(session_id=run.session_id)
+        assert list(calls.values_list("tool_name", "status")) == [("Bash", "success")]
     for run in long_runs:
         run.refresh_from_db()
         assert run.status == "lost" and run.runner.name == "fleet-b"
