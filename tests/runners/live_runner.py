@@ -21,6 +21,7 @@ from typing import Any
 from runners.models import Run
 from runners.services import runner_key_create
 from switchyard_client.runner.process import fenced_kill
+from switchyard_client.runner.state import same_process
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -161,6 +162,11 @@ class Machine:
                         with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.killpg(pid, signal.SIGKILL)
                 fenced_kill(state.get("fence") or "")  # what left the agent's group
+        # The telemetry relay's keeper, which outlives its runner (it would end on its own soon).
+        with contextlib.suppress(OSError, ValueError, ProcessLookupError, PermissionError):
+            pid, start, _ = (int(n) for n in (self.root / "otlp-relay.pid").read_text().split())
+            if same_process(pid, start):
+                os.kill(pid, signal.SIGKILL)
 
 
 def wait_for(check, *, timeout: float = 30, what: str = "condition", machines=(), interval: float = 0.05):

@@ -156,6 +156,34 @@ def test_exports_made_while_the_web_process_is_down_are_counted_once_it_is_back(
     assert spooled(machine.root) == []
 
 
+def test_exports_made_while_the_runner_is_down_are_counted_once_it_is_back(web, machines, tmp_path):
+    # Given a run whose agent exports its usage through the OpenTelemetry SDK, as Claude Code does
+    ready, go, done = tmp_path / "ready", tmp_path / "go", tmp_path / "done"
+    env = {"OTEL_AGENT_READY": str(ready), "OTEL_AGENT_GO": str(go), "OTEL_AGENT_DONE": str(done)}
+    env["OTEL_AGENT_REQUESTS"] = "2"
+    machine = machines(web.url, providers={"otel": {"command": [sys.executable, str(AGENT)], "env": env}})
+    first = machine.start()
+    person = Actor(user=UserFactory(username="po", is_staff=True))
+    run = run_queue(actor=person, task=TaskFactory(title="Outlive the runner"), provider="otel")
+    wait_for(ready.exists, timeout=60, what="the agent to start", machines=[machine])
+
+    # When the runner is killed, and the agent reports its usage and exits before it is back
+    first.kill9()
+    go.touch()
+    wait_for(done.exists, timeout=60, what="the agent's exports", machines=[machine])
+
+    # Then its exporters were answered (by the relay's keeper, which outlived the runner), and kept
+    assert json.loads(done.read_text()) == ["logs:SUCCESS", "traces:SUCCESS"]
+    assert spooled(machine.root)
+
+    # And the runner started again finds the agent ended and delivers every token, once
+    machine.start()
+    wait_for(lambda: run_in(run, "succeeded"), timeout=90, what="the run to succeed", machines=[machine])
+    sent = (2 + 1, 2 * otel_agent.INPUT + otel_agent.SPAN_INPUT, 2 * otel_agent.OUTPUT + otel_agent.SPAN_OUTPUT)
+    assert tokens(session_id=run.session_id) == sent
+    assert spooled(machine.root) == []
+
+
 def test_an_export_delivered_twice_counts_once_for_every_signal(web, machines, claude_key):
     # Given a runner's relay
     machine = machines(web.url)

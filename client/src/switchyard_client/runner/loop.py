@@ -66,13 +66,15 @@ class Runner:
         self.reported_at = 0.0  # when the worktrees were last reported (0: with the next heartbeat)
         self.renewed_at = 0.0  # when the last heartbeat the server answered was sent
         self.watcher = Watcher(self.stop)
-        # The agents' OTLP exports go through it: on disk before they are answered (otlp_relay.py).
+        # The agents' OTLP exports go through it: on disk before they are answered (otlp_relay.py), by
+        # a keeper process that outlives this one (otlp_keeper.py).
         self.relay = OtlpRelay(
             self.root,
             api=self.api,
             key_for_run=self._key_of_run,
             run_for_key=self._run_of_key,
             say=self.console.say,
+            keeper=True,
         )
 
     # --- server ---------------------------------------------------------------------------------------
@@ -344,6 +346,10 @@ class Runner:
                 self.heartbeat()
             except SwitchyardError as exc:
                 self.console.say(f"heartbeat refused: {exc}")
+            try:
+                self.relay.ensure()
+            except (OSError, RuntimeError) as exc:
+                self.console.say(f"telemetry relay: {exc}")
         self.shutdown()
         return 0
 

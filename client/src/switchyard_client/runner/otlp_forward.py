@@ -23,6 +23,7 @@ RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 BASE_DELAY = 0.25
 MAX_DELAY = 5.0
 SERVER_ERROR_TRIES = 5
+REFRESH_EVERY = 0.25  # seconds between two looks at the spool's folder when it is empty
 
 
 class Forwarder:
@@ -46,9 +47,10 @@ class Forwarder:
     def _loop(self) -> None:
         delay = BASE_DELAY
         while not self.stop.is_set():
+            self.spool.refresh()  # what the relay's keeper wrote (another process)
             names = self.spool.names()
             if not names:
-                self.spool.wait_any(1.0)
+                self.spool.wait_any(REFRESH_EVERY)
                 continue
             for name in names:
                 if self.stop.is_set():

@@ -34,7 +34,7 @@ class Export:
 
 
 class OtlpSpool:
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, *, clean: bool = True):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.lock = threading.Lock()
@@ -45,9 +45,11 @@ class OtlpSpool:
         for name in os.listdir(self.folder):
             path = self.folder / name
             if name.startswith(TMP_PREFIX):
-                with contextlib.suppress(OSError):
-                    path.unlink()  # half written when the runner died: never answered
-            elif name.endswith(SUFFIX):
+                if clean:
+                    with contextlib.suppress(OSError):
+                        path.unlink()  # half written when its writer died: never answered
+                continue
+            if name.endswith(SUFFIX):
                 header = _header(path)
                 if header is None:
                     continue
@@ -93,6 +95,32 @@ class OtlpSpool:
             self.sizes[name] = len(data)
             self.changed.notify_all()
         return name
+
+    def refresh(self) -> None:
+        """Take in the exports another process wrote (the relay's keeper, otlp_keeper.py) and forget
+        those another removed (the runner's forwarder, for the keeper's size count)."""
+        with self.lock:
+            known = set(self.runs)  # before the listing: a file added meanwhile is not taken for gone
+        try:
+            present = {n for n in os.listdir(self.folder) if n.endswith(SUFFIX) and not n.startswith(TMP_PREFIX)}
+        except OSError:
+            return
+        found = {}
+        for name in present - known:
+            header = _header(self.folder / name)
+            with contextlib.suppress(OSError):
+                if header is not None:
+                    found[name] = (header.get("run"), (self.folder / name).stat().st_size)
+        with self.lock:
+            gone = [name for name in known - present if name in self.runs]
+            for name in gone:
+                self.runs.pop(name, None)
+                self.sizes.pop(name, None)
+            for name, (run, size) in found.items():
+                self.runs.setdefault(name, run)
+                self.sizes.setdefault(name, size)
+            if gone or found:
+                self.changed.notify_all()
 
     def names(self) -> list[str]:
         with self.lock:
