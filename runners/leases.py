@@ -3,8 +3,10 @@
 Beat calls ``runs_expire_leases`` every 15 s (runners/tasks.py, config/schedules.py). A run whose
 lease lapsed (no heartbeat or poll of its runner for RUNNER_LEASE_SECONDS):
 - assigned (never started): back to the queue, attempt + 1, for any runner, the card saying why;
-- starting or running: lost (``run.lost``), its session failed (which gives the task back), its
-  keys revoked, and with RUNNER_REQUEUE_LOST a new run queued that resumes it.
+- starting or running, once RUNNER_LEASE_MARGIN_SECONDS more have passed (the runner's watchdog has
+  stopped the agent by the lease's end; the margin is for it to finish): lost (``run.lost``), its
+  session failed (which gives the task back), its keys revoked, and with RUNNER_REQUEUE_LOST a new
+  run queued that resumes it.
 Either way the attempt the old runner holds is fenced out: its writes are refused (409 lease_lost).
 Runners not seen for RUNNER_LEASE_SECONDS go offline.
 
@@ -17,6 +19,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from config.actors import SYSTEM
@@ -25,7 +28,7 @@ from runners.run_lifecycle import run_end_effects
 from runners.services import run_requeue_lost, run_transition, run_unacknowledged_note
 
 S = Run.Status
-LEASED = (S.ASSIGNED, S.STARTING, S.RUNNING)
+STARTED = (S.STARTING, S.RUNNING)
 
 
 @dataclass
@@ -39,7 +42,7 @@ class Expired:
 def runs_expire_leases(*, now: datetime | None = None) -> Expired:
     now = now or timezone.now()
     result = Expired()
-    due = Run.objects.filter(status__in=LEASED, lease_expires_at__lt=now).order_by("lease_expires_at", "id")
+    due = Run.objects.filter(_lapsed(now)).order_by("lease_expires_at", "id")
     for run_id in list(due.values_list("id", flat=True)):
         _expire_one(run_id=run_id, now=now, result=result)
     cutoff = now - timedelta(seconds=settings.RUNNER_LEASE_SECONDS)
@@ -50,12 +53,18 @@ def runs_expire_leases(*, now: datetime | None = None) -> Expired:
     return result
 
 
+def _lapsed(now: datetime) -> Q:
+    """Assigned runs whose lease lapsed; started ones whose lease lapsed RUNNER_LEASE_MARGIN_SECONDS ago."""
+    margin = timedelta(seconds=settings.RUNNER_LEASE_MARGIN_SECONDS)
+    return Q(status=S.ASSIGNED, lease_expires_at__lt=now) | Q(status__in=STARTED, lease_expires_at__lt=now - margin)
+
+
 @transaction.atomic
 def _expire_one(*, run_id: int, now: datetime, result: Expired) -> None:
     run = (
         Run.objects.select_for_update(skip_locked=True, of=("self",))
         .select_related("runner", "agent", "session")
-        .filter(pk=run_id, status__in=LEASED, lease_expires_at__lt=now)
+        .filter(_lapsed(now), pk=run_id)
         .first()
     )
     if run is None:

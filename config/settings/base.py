@@ -269,6 +269,11 @@ HEARTBEAT_TTL_SECONDS = env_int("HEARTBEAT_TTL_SECONDS", 300, minimum=1)
 # lapses the run goes back to the queue (assigned) or is lost (started), and a runner unseen this
 # long is offline. Runners heartbeat every RUNNER_HEARTBEAT_SECONDS, well inside the lease.
 RUNNER_LEASE_SECONDS = env_int("RUNNER_LEASE_SECONDS", 60, minimum=5)
+# A started run is declared lost only this long after its lease lapsed: by then its runner's watchdog
+# has stopped its agent (SIGKILL at the lease's end at the latest, read in whole seconds), so no
+# process of the attempt is alive when a new attempt may start (SPEC §8). With beat's expiry pass
+# every 15 s, a run whose runner died is lost at most lease + margin + 15 s after its last heartbeat.
+RUNNER_LEASE_MARGIN_SECONDS = env_int("RUNNER_LEASE_MARGIN_SECONDS", 5, minimum=2)
 RUNNER_HEARTBEAT_SECONDS = env_int("RUNNER_HEARTBEAT_SECONDS", 10, minimum=1)
 # A lost run (its runner vanished mid-run) is queued again as a new run that resumes it.
 RUNNER_REQUEUE_LOST = env_bool("RUNNER_REQUEUE_LOST", True)

@@ -99,12 +99,13 @@ env = {json.dumps(GIT_ENV).replace('": "', '" = "')}
     yield start
     for runner in started:
         runner.stop()
-    # Agents a test left behind (a killed runner's): stop their process groups.
+    # Agents a test left behind (a killed runner's) and their watchdogs: stop their process groups.
     for state in (root / "runs").glob("*.json"):
-        pid = json.loads(state.read_text()).get("pid")
-        if pid:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+        saved = json.loads(state.read_text())
+        for pid in (saved.get("pid"), saved.get("watchdog_pid")):
+            if pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from typing import Any
 
 from runners.models import Run
 from runners.services import runner_key_create
+from switchyard_client.runner.process import fenced_kill
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -151,13 +152,15 @@ class Machine:
     def cleanup(self) -> None:
         for proc in self.processes:
             proc.stop()
-        # Agents a killed runner left behind: stop their process groups.
+        # Agents a killed runner left behind, and their watchdogs: stop their process groups.
         for path in (self.root / "runs").glob("*.json"):
             with contextlib.suppress(OSError, ValueError):
-                pid = json.loads(path.read_text()).get("pid")
-                if pid:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(pid, signal.SIGKILL)
+                state = json.loads(path.read_text())
+                for pid in (state.get("pid"), state.get("watchdog_pid")):
+                    if pid:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(pid, signal.SIGKILL)
+                fenced_kill(state.get("fence") or "")  # what left the agent's group
 
 
 def wait_for(check, *, timeout: float = 30, what: str = "condition", machines=(), interval: float = 0.05):

@@ -20,7 +20,7 @@ from tests.runners.runner_clients import client_with_key, next_runs, post_log, r
 from workspaces.models import Repository, Worktree
 
 pytestmark = pytest.mark.django_db
-LATER = timedelta(seconds=61)
+LATER = timedelta(seconds=61 + 5)  # past the lease (60 s) and its margin (RUNNER_LEASE_MARGIN_SECONDS)
 
 
 def test_an_assigned_run_whose_lease_lapsed_goes_back_to_the_queue_fenced(runner_client, queue_run):

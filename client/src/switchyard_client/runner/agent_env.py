@@ -39,6 +39,9 @@ def agent_env(
         SWITCHYARD_KEY=s.agent_key,
         SWITCHYARD_RUN=str(s.id),
         SWITCHYARD_ATTEMPT=str(s.attempt),
+        # Marks every process of this attempt, also those that leave its process group: the run's
+        # watchdog and the runner find and stop them all (watchdog.py).
+        SWITCHYARD_FENCE=s.fence,
         SWITCHYARD_TASK=str(task.get("id") or ""),
         SWITCHYARD_TASK_TITLE=str(task.get("title") or ""),
         SWITCHYARD_TASK_DESCRIPTION=str(task.get("description") or ""),

@@ -22,9 +22,17 @@ If the runner is killed, start it again with the same root: it re-adopts agents 
 (same pid and start time) and resumes the others with the provider's resume command and the
 session's last checkpoint and milestones (a new attempt).
 
+Each agent has a watchdog beside it that outlives the runner: if no live runner renews the run's
+lease (each heartbeat the server answers does), it sends the agent's process group SIGTERM
+grace_seconds (at most a third of the lease) before the lease ends and SIGKILL when it ends, before
+the server may declare the run lost and start another attempt.
+
 Agents get SWITCHYARD_URL, SWITCHYARD_SESSION, SWITCHYARD_KEY (a key for that run's session only,
-revoked when the run ends; never the runner's own key), SWITCHYARD_RUN, SWITCHYARD_TASK,
-SWITCHYARD_TASK_TITLE, SWITCHYARD_TASK_DESCRIPTION, SWITCHYARD_WORKDIR and SWITCHYARD_PROMPT.
+revoked when the run ends; never the runner's own key), SWITCHYARD_RUN, SWITCHYARD_ATTEMPT (the
+run's attempt: 2 and up when resumed), SWITCHYARD_TASK, SWITCHYARD_TASK_TITLE,
+SWITCHYARD_TASK_DESCRIPTION, SWITCHYARD_WORKDIR, SWITCHYARD_PROMPT, SWITCHYARD_STATE_DIR (where
+`switchyard hook` keeps the run's spool) and SWITCHYARD_FENCE (a mark of the attempt's processes: its
+watchdog also stops those that left the agent's process group).
 """
 
 EPILOG = """\
@@ -37,7 +45,7 @@ config file (TOML; default ./switchyard-runner.toml, see switchyard-runner.examp
   capacity = 2                         # runs at once
   root = "var/runner"                  # running-jobs/ (logs), runs/ (state), otlp-spool/ (telemetry not
                                        #   yet delivered); relative to the file
-  grace_seconds = 10                   # SIGTERM → SIGKILL on cancel
+  grace_seconds = 10                   # SIGTERM → SIGKILL on cancel (and before a lease ends)
 
   [providers.NAME]                     # a new provider, or overrides of a built-in
   command = ["my-agent", "--task={prompt}"]

@@ -12,7 +12,7 @@ from switchyard_client.runner.config import ProviderConfig, RunnerConfig
 from switchyard_client.runner.console import Console
 from switchyard_client.runner.otlp_relay import OtlpRelay
 from switchyard_client.runner.repos import HostedRepository
-from switchyard_client.runner.state import StateStore
+from switchyard_client.runner.state import RunState, StateStore
 from switchyard_client.runner.watcher import Watcher
 
 
@@ -33,3 +33,5 @@ class Host(Protocol):
     def hosted(self, repository: dict[str, Any]) -> HostedRepository | None: ...
 
     def unregister(self, run_id: int) -> None: ...
+
+    def lease_renew(self, state: RunState, sent_at: float) -> None: ...

@@ -23,11 +23,12 @@ from switchyard_client.runner.config import ProviderConfig, RunnerConfig, Runner
 from switchyard_client.runner.console import Console
 from switchyard_client.runner.git import GitError
 from switchyard_client.runner.otlp_relay import OtlpRelay
-from switchyard_client.runner.process import read_exit_file, stop_group
+from switchyard_client.runner.process import fenced_kill, read_exit_file, stop_group
 from switchyard_client.runner.repos import REPORT_EVERY, HostedRepository, repository_check
 from switchyard_client.runner.repos import reports as worktree_reports
 from switchyard_client.runner.repos import worktree_remove as hosted_worktree_remove
 from switchyard_client.runner.state import RunState, StateStore, same_process
+from switchyard_client.runner.watchdog import lease_forget, lease_path, lease_write, watchdog_stop
 from switchyard_client.runner.watcher import Watcher
 from switchyard_client.runner.worker import API_RETRY, RunWorker
 
@@ -58,10 +59,12 @@ class Runner:
         self.stop = threading.Event()
         self.on_exit = on_exit
         self.heartbeat_seconds = 10.0
+        self.lease_seconds = 60.0  # the server's RUNNER_LEASE_SECONDS, as its heartbeat answers say
         self.unknown: dict[int, int] = {}
         self.online: bool | None = None
         self.repos: list[HostedRepository] = []  # the clones on this machine, once registered
         self.reported_at = 0.0  # when the worktrees were last reported (0: with the next heartbeat)
+        self.renewed_at = 0.0  # when the last heartbeat the server answered was sent
         self.watcher = Watcher(self.stop)
         # The agents' OTLP exports go through it: on disk before they are answered (otlp_relay.py).
         self.relay = OtlpRelay(
@@ -98,6 +101,7 @@ class Runner:
         if self.repos and time.monotonic() - self.reported_at >= REPORT_EVERY:
             body["worktrees"] = worktree_reports(self.repos)
             self.reported_at = time.monotonic()
+        sent_at = time.time()  # the server renews the leases after this moment
         try:
             answer = self.api.request("POST", "runners/me/heartbeat/", json=body).json()
         except ConnectionFailed as exc:
@@ -105,6 +109,9 @@ class Runner:
             return None
         self._reachable(True)
         self.heartbeat_seconds = float(answer.get("heartbeat_seconds") or 10)
+        self.lease_seconds = float(answer.get("lease_seconds") or 60)
+        self.renewed_at = sent_at
+        self._renew(answer.get("held") or [], sent_at)
         self._cancel(answer.get("cancel") or [])
         for run_id in answer.get("dropped") or []:
             worker = self.workers.get(run_id)
@@ -114,6 +121,20 @@ class Runner:
         self._unknown_held(answer.get("held") or [])
         self._remove_worktrees(answer.get("remove_worktrees") or [])
         return answer
+
+    def lease_renew(self, state: RunState, sent_at: float) -> None:
+        """Tell the run's watchdog (watchdog.py) its lease lasts until ``sent_at`` + the lease."""
+        path = lease_path(self.store.folder, state.id)
+        lease_write(path, sent_at=sent_at, lease_seconds=self.lease_seconds, grace=self.config.grace_seconds)
+
+    def _renew(self, held: list[dict[str, Any]], sent_at: float) -> None:
+        """The started runs this heartbeat renewed on the server, with the attempt each worker holds."""
+        with self.lock:
+            workers = dict(self.workers)
+        for item in held:
+            worker = workers.get(item["id"])
+            if worker and worker.state.attempt == item["attempt"] and item.get("status") in ("starting", "running"):
+                self.lease_renew(worker.state, sent_at)
 
     def _remove_worktrees(self, removals: list[dict[str, Any]]) -> None:
         """Folders of worktrees removed on the server (by a person, or the admin): remove them here."""
@@ -246,6 +267,10 @@ class Runner:
             if item is None or state.id in dropped or int(item["attempt"]) != state.attempt:
                 if alive:
                     stop_group(state.pid, grace=self.config.grace_seconds)
+                fenced_kill(state.fence)  # what left the agent's group, also when the agent is gone
+                if same_process(state.watchdog_pid, state.watchdog_start):
+                    watchdog_stop(state.watchdog_pid)
+                lease_forget(lease_path(self.store.folder, state.id))
                 self.store.forget(state.id)
                 self.console.say(f"run {state.id} is no longer ours; forgotten{' (agent stopped)' if alive else ''}")
                 continue
@@ -253,6 +278,7 @@ class Runner:
                 mode = "finish"
             elif alive:
                 mode = "adopt"
+                self.lease_renew(state, self.renewed_at)  # before its watchdog's deadline, if within the lease
             elif state.pid is not None:
                 code = read_exit_file(state.exit_path)
                 # Exited on its own while nobody watched: report that. Killed (no code, or 128+N): resume.
@@ -312,7 +338,8 @@ class Runner:
             return exc.exit_code
         poller = threading.Thread(target=self.poll_loop, name="runner-poll", daemon=True)
         poller.start()
-        while not self.stop.wait(self.heartbeat_seconds):
+        # At least three heartbeats a lease: the agents' watchdogs stop them when one is not renewed.
+        while not self.stop.wait(min(self.heartbeat_seconds, self.lease_seconds / 3)):
             try:
                 self.heartbeat()
             except SwitchyardError as exc:

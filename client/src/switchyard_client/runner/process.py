@@ -116,6 +116,31 @@ def stop_group(pid: int, *, grace: float, reap=None, poll: float = 0.05) -> None
         reap()
 
 
+def fenced_kill(fence: str) -> int:
+    """SIGKILL every process whose environment holds SWITCHYARD_FENCE=``fence`` (an attempt's agent
+    and all it started, also what left its process group); how many. Nothing without /proc."""
+    if not fence:
+        return 0
+    mark = f"SWITCHYARD_FENCE={fence}".encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    killed = 0
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if mark not in fh.read().split(b"\0"):
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+            killed += 1
+        except (OSError, ValueError):
+            continue
+    return killed
+
+
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "exit code unknown"

@@ -23,6 +23,9 @@ class RunState:
     agent_key: str = ""
     pid: int | None = None
     pid_start: int | None = None  # /proc/<pid>/stat field 22, clock ticks after boot
+    watchdog_pid: int | None = None  # the agent's watchdog (watchdog.py), which outlives the runner
+    watchdog_start: int | None = None
+    fence: str = ""  # SWITCHYARD_FENCE of this attempt's processes (a random mark, new for each spawn)
     workdir: str = ""
     base: str = ""  # the commit the worktree started from, for the summary's diff
     worktree_id: int | None = None

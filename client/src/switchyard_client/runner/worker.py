@@ -18,10 +18,11 @@ from switchyard_client.api.retry import RetryPolicy
 from switchyard_client.runner.agent_env import agent_env
 from switchyard_client.runner.host import Host
 from switchyard_client.runner.logship import LeaseLost, is_lease_lost, last_lines, run_events_ship, run_log_ship
-from switchyard_client.runner.process import describe_exit, read_exit_file, spawn, stop_group
+from switchyard_client.runner.process import describe_exit, fenced_kill, read_exit_file, spawn, stop_group
 from switchyard_client.runner.providers import render, resume_prompt, template_values
 from switchyard_client.runner.state import RunState, pid_start_time, same_process
 from switchyard_client.runner.summary import run_summary
+from switchyard_client.runner.watchdog import fired_path, lease_forget, lease_path, watchdog_start, watchdog_stop
 from switchyard_client.runner.watcher import IDLE_TICK, IDLE_TICKS
 from switchyard_client.runner.workdir import workdir_prepare
 
@@ -51,6 +52,7 @@ class RunWorker:
         self.dropped = False
         self.wake = threading.Event()
         self.popen = None
+        self.watchdog = None  # the watchdog's Popen, when this runner started it
         self.agent: Client | None = None
         self.saved_at = 0.0
         self.begun = time.monotonic()
@@ -110,6 +112,7 @@ class RunWorker:
                     self._start(resume=self.mode == "resume")
                 elif self.mode in ("adopt", "exited"):
                     if self.mode == "adopt":
+                        self._watchdog_ensure()
                         self.say(f"re-adopted: {s.provider} still running (pid {s.pid}, attempt {s.attempt})")
                     if s.phase == "starting":  # spawned, but the runner died before saying so
                         self._report_running()
@@ -122,7 +125,7 @@ class RunWorker:
             self._finish()
         except LeaseLost as exc:
             self._stop_agent()
-            self.runner.store.forget(s.id)
+            self._forget()
             self.say(f"lost its lease ({exc}); agent stopped, run forgotten")
         except RunnerRun:
             pass
@@ -173,7 +176,9 @@ class RunWorker:
 
     def _start(self, *, resume: bool) -> None:
         s, a = self.state, self.state.assignment
+        sent_at = time.time()  # `starting` renews the lease from a moment after this
         answer = self._status({"attempt": s.attempt, "status": "starting"}, until_done=True)
+        self.runner.lease_renew(s, sent_at)
         s.attempt = int(answer.get("attempt") or s.attempt)
         s.session = str(answer.get("session") or "")
         s.agent_key = str(answer.get("agent_key") or "")
@@ -207,6 +212,7 @@ class RunWorker:
             s.log_path = str(self.runner.jobs / f"job-{stamp}-{s.id}.log")
             s.exit_path = str(self.runner.store.folder / f"{s.id}.exit")
         hook_dir = self.runner.store.folder / f"{s.id}.hook"
+        s.fence = os.urandom(12).hex()
         env = agent_env(
             s,
             provider=provider,
@@ -215,12 +221,14 @@ class RunWorker:
             prompt=prompt,
             hook_dir=hook_dir,
         )
+        self._watchdog_stop()  # a resumed run's old one, if it still waits for a deadline
         given = prompt.encode() if provider.prompt_stdin else None  # the prompt as data, never an option
         self.popen = spawn(
             argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path), stdin=given
         )
         s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
         s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
+        self._watchdog_ensure(save=False)
         self.runner.store.save(s)
         title = task.get("title") or ""
         self.say(
@@ -276,7 +284,7 @@ class RunWorker:
                 return True
             if self.dropped:
                 self._stop_agent()
-                self.runner.store.forget(s.id)
+                self._forget()
                 self.say("dropped by the server; agent stopped")
                 raise RunnerRun()
             if self.cancelled:
@@ -318,10 +326,36 @@ class RunWorker:
 
     def _stop_agent(self) -> None:
         s = self.state
-        if s.pid is None or not self._alive():
+        if s.pid is not None and self._alive():
+            reap = self.popen.poll if self.popen is not None else None
+            stop_group(s.pid, grace=self.runner.config.grace_seconds, reap=reap)
+        fenced_kill(s.fence)  # what left the group (setsid, a detached spawn) but carries the mark
+
+    # --- the watchdog (watchdog.py) ------------------------------------------------------------------------
+    def _watchdog_ensure(self, *, save: bool = True) -> None:
+        """Start the agent's watchdog unless the one in the state file still runs (it outlived a
+        runner). The lease file is written by then: by `starting`, or by the restarted runner's
+        first heartbeat."""
+        s = self.state
+        if s.pid is None or same_process(s.watchdog_pid, s.watchdog_start):
             return
-        reap = self.popen.poll if self.popen is not None else None
-        stop_group(s.pid, grace=self.runner.config.grace_seconds, reap=reap)
+        self.watchdog = watchdog_start(lease_path(self.runner.store.folder, s.id), s.pid, s.fence)
+        s.watchdog_pid, s.watchdog_start = self.watchdog.pid, pid_start_time(self.watchdog.pid)
+        if save:
+            self.runner.store.save(s)
+
+    def _watchdog_stop(self) -> None:
+        s = self.state
+        if s.watchdog_pid is not None and (self.watchdog is not None or same_process(s.watchdog_pid, s.watchdog_start)):
+            watchdog_stop(s.watchdog_pid, self.watchdog)
+        self.watchdog = None
+        s.watchdog_pid = s.watchdog_start = None
+
+    def _forget(self) -> None:
+        """The run is over here: its watchdog, lease file and state file go."""
+        self._watchdog_stop()
+        lease_forget(lease_path(self.runner.store.folder, self.state.id))
+        self.runner.store.forget(self.state.id)
 
     def _save(self, *, force: bool = False) -> None:
         now = time.monotonic()
@@ -356,6 +390,9 @@ class RunWorker:
         if not s.outcome:
             if s.exit_code == 0:
                 s.outcome = "succeeded"
+            elif fired_path(lease_path(self.runner.store.folder, s.id)).exists():
+                s.outcome = "failed"
+                s.error = f"{describe_exit(s.exit_code)}: stopped by its watchdog, the lease was not renewed in time"
             else:
                 s.outcome, s.error = "failed", describe_exit(s.exit_code)
         s.phase = "finishing"
@@ -387,10 +424,11 @@ class RunWorker:
             self.say(f"the server would not take {s.outcome}: {exc}")
         with contextlib.suppress(LeaseLost):
             self._ship(final=True)  # anything the agent's children wrote after the last tick
-        self.runner.store.forget(s.id)
+        self._forget()
         if s.worktree_id:
             self.runner.reported_at = 0.0  # the worktree monitor hears how the agent left it
-        took = time.monotonic() - self.begun
+        # From the agent's start, also for a run re-adopted by a restarted runner.
+        took = time.time() - s.started_at if s.started_at else time.monotonic() - self.begun
         detail = describe_exit(s.exit_code) if s.outcome != "cancelled" else "stopped"
         if s.outcome == "failed" and s.error and not s.error.startswith(("exit code", "killed")):
             detail = s.error
@@ -404,4 +442,4 @@ class RunWorker:
         body = {"attempt": s.attempt, "status": "failed", "error": error[:4000]}
         with contextlib.suppress(SwitchyardError, LeaseLost):
             self._status(body)
-        self.runner.store.forget(s.id)
+        self._forget()
