@@ -92,6 +92,7 @@ def session_open(
     if parent is not None and not actor.owns(parent.agent_id):
         raise DomainError("The parent session belongs to another agent.", code="forbidden")
     if task is not None:
+        actor.require_task(task.pk)  # a per-run key names only its run's task (SPEC §8)
         session_task_gates_run(task=task, agent=agent)  # the board's: not one another agent holds
 
     existing = AgentSession.objects.filter(pk=session_id).first()

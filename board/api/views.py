@@ -35,7 +35,7 @@ class TaskListCreateView(ListAPIView):
     filterset_class = TaskFilter
 
     def get_queryset(self):
-        return selectors.task_list()
+        return selectors.task_list_for_actor(actor=actor_from_request(self.request))
 
     @extend_schema(
         request=s.TaskCreateInput,
@@ -58,7 +58,8 @@ class TaskListCreateView(ListAPIView):
 class TaskDetailView(APIView):
     @extend_schema(responses=s.TaskOutput, summary="Read a task")
     def get(self, request, task_id: int):
-        return Response(s.TaskOutput(selectors.task_get(task_id=task_id)).data)
+        task = selectors.task_get_for_actor(actor=actor_from_request(request), task_id=task_id)
+        return Response(s.TaskOutput(task).data)
 
 
 class TaskClaimNextView(APIView):

@@ -174,6 +174,7 @@ def worktree_create(
         raise DomainError("Only agents and staff create worktrees.", code="forbidden")
     type = slug_check(type, field="type", max_length=TYPE_MAX_LENGTH)
     name = slug_check(name, field="name", max_length=NAME_MAX_LENGTH)
+    actor.require_worktree(worktree_id=None, repository_id=repository.pk, name=name)
     if ref is not None and pr_number is not None:
         raise DomainError("Give a ref or a pr_number, not both.")
     if ref is not None:
@@ -314,8 +315,16 @@ def holder_label(worktree: Worktree) -> str:
     return Agent.objects.filter(pk=worktree.holder_id).values_list("slug", flat=True).first() or "nobody"
 
 
+def require_run_scope(*, actor: Actor, worktree: Worktree) -> None:
+    """403 for a per-run key on any worktree but its run's (SPEC §8; the rule is the Actor's). Its
+    agent row is shared by every run of the provider on the runner: holding is not enough."""
+    actor.require_worktree(worktree_id=worktree.pk, repository_id=worktree.repository_id, name=worktree.name)
+
+
 def check_may_change(*, actor: Actor, worktree: Worktree, now: datetime, verb: str) -> None:
-    """Staff may change any worktree; an agent only one it holds on a lease that has not expired."""
+    """Staff may change any worktree; an agent only one it holds on a lease that has not expired
+    (and a per-run key only its run's)."""
+    require_run_scope(actor=actor, worktree=worktree)
     if actor.is_staff:
         return
     if actor.agent is None:
@@ -445,6 +454,7 @@ def worktree_remove(*, actor: Actor, worktree: Worktree, force: bool = False) ->
     lists as a linked worktree of this repository is removed: never the main clone.
     """
     worktree = Worktree.objects.select_related("repository").get(pk=worktree.pk)
+    require_run_scope(actor=actor, worktree=worktree)  # before the retry's answer too
     if worktree.status == Worktree.Status.REMOVED:
         return worktree, False  # a retry: the holder's claim ended with the first call
     check_may_change(actor=actor, worktree=worktree, now=timezone.now(), verb="remove")
