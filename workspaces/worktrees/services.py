@@ -10,6 +10,7 @@ Claims, leases and the queue are in ``worktree_claims``; the monitor page's stat
 
 import os
 import re
+import unicodedata
 from datetime import datetime
 from pathlib import Path
 
@@ -38,10 +39,26 @@ REMOVE_FORCE = "remove_force"  # in ``Worktree.reported``: a forced removal its 
 # --- Repositories ---------------------------------------------------------------------------
 
 
+# Bidirectional overrides and isolates: they make a path read as another on a page or in a terminal.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def path_controls_refuse(path: str, *, field: str) -> None:
+    """400 for a path holding a control character (C0, DEL, C1) or a bidirectional control: no real
+    clone needs one, and each lets a path pass for another in a log line, a page or a terminal."""
+    found = next((c for c in path if unicodedata.category(c) == "Cc" or c in _BIDI_CONTROLS), None)
+    if found is not None:
+        raise DomainError(
+            f"{field} holds the control character U+{ord(found):04X}; give the folder's path without control characters.",
+            extra={"errors": {field: [f"Control character U+{ord(found):04X}."]}},
+        )
+
+
 def repository_path_check(*, path: str) -> str:
     """The canonical real path of the clone at ``path``; 400 unless it is the top of a main clone."""
-    if not isinstance(path, str) or not path.strip() or "\x00" in path:
+    if not isinstance(path, str) or not path.strip():
         raise DomainError("Give the path of a local git clone.")
+    path_controls_refuse(path, field="path")
     real = os.path.realpath(os.path.expanduser(path.strip()))
     top = git.git_toplevel(real)
     if top != real:
@@ -146,7 +163,7 @@ def worktree_folder_path(*, repository: Repository, folder: str) -> str:
 def _worktree_existing(*, repository: Repository, type: str, name: str, real_path: str) -> Worktree | None:
     """The row for this folder, else the row for this type and name; 409 if the folder is
     another repository's worktree (two clones that share a parent folder)."""
-    found = Worktree.objects.filter(real_path=real_path).first()
+    found = Worktree.objects.filter(real_path=real_path, runner__isnull=True).first()  # the server's folders
     if found is not None and found.repository_id != repository.pk:
         raise DomainError(
             f"{real_path} is a worktree of another repository (id {found.repository_id}).", code="conflict"
