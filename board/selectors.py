@@ -16,6 +16,7 @@ from board.card_sql import card_annotations_compiled
 from board.models import Campaign, Task
 from config.actors import Actor
 from config.api.errors import DomainError
+from config.run_scope import require_task
 from ledger.models import Event, ToolInvocation
 from sessions_app.models import Agent
 from workspaces.models import Artifact, Repository
@@ -37,7 +38,7 @@ def task_list() -> QuerySet[Task]:
 def task_get_for_actor(*, actor: Actor, task_id: int) -> Task:
     """The task (404), if the actor may see it (403): any, but a per-run key only its run's."""
     task = task_get(task_id=task_id)
-    actor.require_task(task.pk)
+    require_task(actor=actor, task_id=task.pk)
     return task
 
 

@@ -8,8 +8,6 @@ supplies ``Agent`` and ``AgentApiKey``, and takes its orchestrate scope's value 
 from dataclasses import dataclass
 from typing import Protocol
 
-from config.api.errors import DomainError
-
 # The value of AgentApiKey.Scope.ORCHESTRATE (which is defined from this constant).
 ORCHESTRATE_SCOPE = "orchestrate"
 
@@ -90,8 +88,9 @@ class Actor:
     # All runs of one provider on one runner share one agent row (``claude@build-1``), so "it holds
     # the claim" cannot tell run A from run B. The key can: a per-run key is bound to its run's
     # session, and reaches that session's task and that task's worktree, nothing else of the board
-    # or the worktrees. The board's and the worktrees' services ask these, before anything is read
-    # for update or written; a key that is not bound passes at no cost.
+    # or the worktrees. The board's and the worktrees' services ask these (through config/run_scope.py,
+    # which words the 403), before anything is read for update or written; a key that is not bound
+    # passes at no cost.
 
     @property
     def bound_work(self) -> BoundWork | None:
@@ -102,51 +101,11 @@ class Actor:
         work = self.bound_work
         return work is None or (work.task_id is not None and work.task_id == task_id)
 
-    def require_task(self, task_id: int) -> None:
-        """403 unless this actor may act on the task: any, but for a per-run key only its run's."""
-        if not self.may_touch_task(task_id):
-            raise DomainError(f"{self._bound_prefix()}; task {task_id} is not it.", code="forbidden")
-
-    def require_no_claims(self, what: str) -> None:
-        """403 for a per-run key: its run's task is claimed for it when the run starts; it claims nothing."""
-        if self.bound_session_id is not None:
-            raise DomainError(
-                f"{self._bound_prefix()}; it claims no task ({what}): the run's task was claimed for it "
-                "when the run started.",
-                code="forbidden",
-            )
-
     def may_touch_worktree(self, *, repository_id: int, name: str) -> bool:
         work = self.bound_work
         if work is None:
             return True
         return work.task_id is not None and repository_id == work.repository_id and name == str(work.task_id)
-
-    def require_worktree(self, *, worktree_id: int | None, repository_id: int, name: str) -> None:
-        """403 unless this actor may act on the worktree (``worktree_id`` None: one it asks to make):
-        any, but for a per-run key only its run's task's (``<type>-<task id>`` of the task's repository)."""
-        if self.may_touch_worktree(repository_id=repository_id, name=name):
-            return
-        work = self.bound_work
-        mine = (
-            f"its worktree is <type>-{work.task_id} of repository {work.repository_id}"
-            if work is not None and work.task_id is not None and work.repository_id is not None
-            else "its run has no worktree"
-        )
-        which = (
-            f"worktree {worktree_id}"
-            if worktree_id is not None
-            else f"a worktree named {name!r} of repository {repository_id}"
-        )
-        raise DomainError(f"{self._bound_prefix()}; {mine}, and {which} is not it.", code="forbidden")
-
-    def _bound_prefix(self) -> str:
-        work = self.bound_work
-        task = f"task {work.task_id}" if work is not None and work.task_id is not None else "no task"
-        return (
-            f"This key belongs to the run of session {self.bound_session_id!r}: it acts on that session, "
-            f"its run's task ({task}) and that task's worktree only"
-        )
 
 
 SYSTEM = Actor(system=True)

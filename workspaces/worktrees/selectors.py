@@ -4,6 +4,7 @@ from django.db.models import Count, Q, QuerySet
 
 from config.actors import Actor
 from config.api.errors import DomainError
+from config.run_scope import require_worktree
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
 from workspaces.worktrees.status import worktree_statuses
 
@@ -58,7 +59,7 @@ def worktree_get(*, worktree_id: int) -> Worktree:
 def worktree_get_for_actor(*, actor: Actor, worktree_id: int) -> Worktree:
     """The worktree (404), if the actor may read it (403): any, but a per-run key only its run's."""
     worktree = worktree_get(worktree_id=worktree_id)
-    actor.require_worktree(worktree_id=worktree.pk, repository_id=worktree.repository_id, name=worktree.name)
+    require_worktree(actor=actor, worktree_id=worktree.pk, repository_id=worktree.repository_id, name=worktree.name)
     return worktree
 
 

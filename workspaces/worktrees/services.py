@@ -21,6 +21,7 @@ from django.utils.text import slugify
 
 from config.actors import Actor
 from config.api.errors import LEASE_LOST, DomainError
+from config.run_scope import require_worktree
 from ledger.events import event_record
 from ledger.models import Event
 from sessions_app.models import Agent
@@ -191,7 +192,7 @@ def worktree_create(
         raise DomainError("Only agents and staff create worktrees.", code="forbidden")
     type = slug_check(type, field="type", max_length=TYPE_MAX_LENGTH)
     name = slug_check(name, field="name", max_length=NAME_MAX_LENGTH)
-    actor.require_worktree(worktree_id=None, repository_id=repository.pk, name=name)
+    require_worktree(actor=actor, worktree_id=None, repository_id=repository.pk, name=name)
     if ref is not None and pr_number is not None:
         raise DomainError("Give a ref or a pr_number, not both.")
     if ref is not None:
@@ -335,7 +336,7 @@ def holder_label(worktree: Worktree) -> str:
 def require_run_scope(*, actor: Actor, worktree: Worktree) -> None:
     """403 for a per-run key on any worktree but its run's (SPEC §8; the rule is the Actor's). Its
     agent row is shared by every run of the provider on the runner: holding is not enough."""
-    actor.require_worktree(worktree_id=worktree.pk, repository_id=worktree.repository_id, name=worktree.name)
+    require_worktree(actor=actor, worktree_id=worktree.pk, repository_id=worktree.repository_id, name=worktree.name)
 
 
 def check_may_change(*, actor: Actor, worktree: Worktree, now: datetime, verb: str) -> None:
