@@ -56,7 +56,11 @@ class TaskListCreateView(ListAPIView):
 
 
 class TaskDetailView(APIView):
-    @extend_schema(responses=s.TaskOutput, summary="Read a task")
+    @extend_schema(
+        responses=s.TaskOutput,
+        summary="Read a task",
+        description="A run's own key reads its run's task only (403 for any other).",
+    )
     def get(self, request, task_id: int):
         task = selectors.task_get_for_actor(actor=actor_from_request(request), task_id=task_id)
         return Response(s.TaskOutput(task).data)
@@ -67,6 +71,8 @@ class TaskClaimNextView(APIView):
         request=s.ClaimNextInput,
         responses={200: s.TaskOutput, 204: OpenApiResponse(description="No ready task.")},
         summary="Claim the best ready task",
+        description="A run's own key (bound to its session) claims nothing: 403. Its run's task was claimed for it "
+        "when the run started.",
     )
     def post(self, request):
         actor = actor_from_request(request)
@@ -94,6 +100,8 @@ class TaskClaimView(APIView):
             ),
         },
         summary="Claim this task",
+        description="A run's own key (bound to its session) claims nothing: 403. Its run's task was claimed for it "
+        "when the run started.",
     )
     def post(self, request, task_id: int):
         actor = actor_from_request(request)
