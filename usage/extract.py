@@ -24,6 +24,8 @@ from decimal import Decimal, InvalidOperation
 
 from django.utils import timezone
 
+from usage.models import COST_MAX, TOKENS_MAX
+
 API_REQUEST_NAMES = frozenset({"claude_code.api_request", "api_request"})
 MODEL_CALLS = frozenset({"chat", "text_completion", "generate_content", "embeddings", ""})
 AGENT_SPANS = frozenset({"invoke_agent", "create_agent"})
@@ -47,12 +49,12 @@ LOG_KEYS = frozenset(
     }
 )
 INT64_MAX = 2**63 - 1
-COST_MAX = Decimal("9999999999")  # the column holds 10 digits before the point
 CENT_FRACTION = Decimal("0.00000001")
 
 
 class RecordInvalid(ValueError):
-    """A usage record with a value the database must not hold (negative, not a number)."""
+    """A usage record with a value the database must not hold (negative, not a number, over the caps
+    of usage.models: TOKENS_MAX tokens, COST_MAX dollars)."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def _text(value, limit: int) -> str:
     return str(value).replace("\x00", "")[:limit]
 
 
-def _count(name: str, value) -> int:
+def _count(name: str, value, *, maximum: int = TOKENS_MAX) -> int:
     if value is None or value == "":
         return 0
     if isinstance(value, bool):
@@ -125,8 +127,9 @@ def _count(name: str, value) -> int:
         if not math.isfinite(number):
             raise RecordInvalid(f"{name} must be a finite number.")
         number = round(number)
-    if not 0 <= number <= INT64_MAX:
-        raise RecordInvalid(f"{name} must be from 0 to {INT64_MAX}: {number}.")
+    if not 0 <= number <= maximum:
+        cap = " (the cap of one record)" if maximum != INT64_MAX else ""
+        raise RecordInvalid(f"{name} must be from 0 to {maximum}{cap}: {number}.")
     return number
 
 
@@ -140,7 +143,7 @@ def _cost(value) -> Decimal:
     except InvalidOperation:
         raise RecordInvalid(f"cost_usd must be a number: {str(value)[:40]!r}.") from None
     if not cost.is_finite() or not 0 <= cost <= COST_MAX:
-        raise RecordInvalid(f"cost_usd must be from 0 to {COST_MAX}.")
+        raise RecordInvalid(f"cost_usd must be from 0 to {COST_MAX} (the cap of one record): {str(value)[:40]}.")
     return cost.quantize(CENT_FRACTION)
 
 
@@ -223,7 +226,9 @@ def _api_request(record, attrs: dict, resource: dict, resource_bytes: bytes) -> 
         cache_read_tokens=_count("cache_read_tokens", attrs.get("cache_read_tokens")),
         cache_creation_tokens=_count("cache_creation_tokens", attrs.get("cache_creation_tokens")),
         cost_usd=_api_request_cost(attrs),
-        duration_ms=_count("duration_ms", attrs["duration_ms"]) if attrs.get("duration_ms") not in (None, "") else None,
+        duration_ms=_count("duration_ms", attrs["duration_ms"], maximum=INT64_MAX)
+        if attrs.get("duration_ms") not in (None, "")
+        else None,
     )
 
 
@@ -232,7 +237,7 @@ def _api_request_cost(attrs: dict) -> Decimal:
     micros = attrs.get("cost_usd_micros")
     if micros in (None, ""):
         return _cost(attrs.get("cost_usd"))
-    return _cost(Decimal(_count("cost_usd_micros", micros)) / 1_000_000)
+    return _cost(Decimal(_count("cost_usd_micros", micros, maximum=INT64_MAX)) / 1_000_000)
 
 
 def _first(attrs: dict, *keys: str):
