@@ -49,6 +49,9 @@ LOG_KEYS = frozenset(
     }
 )
 INT64_MAX = 2**63 - 1
+# Attributes of one record or resource, at most (OpenTelemetry SDKs send 128 at most): a record with
+# more is refused before they are read, so 4 MiB of empty attributes is not a second of Python.
+ATTRIBUTES_MAX = 1000
 CENT_FRACTION = Decimal("0.00000001")
 
 
@@ -83,9 +86,16 @@ class Extracted:
     rejected: int = 0
     error: str = ""
 
-    def reject(self, message: str) -> None:
-        self.rejected += 1
+    def reject(self, message: str, count: int = 1) -> None:
+        self.rejected += count
         self.error = self.error or message
+
+
+def _too_many_attributes(what: str, pairs) -> str:
+    """Why a record (or a resource's) is refused for its attributes, or "" when it is not."""
+    if len(pairs) <= ATTRIBUTES_MAX:
+        return ""
+    return f"{what} has {len(pairs)} attributes; at most {ATTRIBUTES_MAX} are taken."
 
 
 def any_value(value):
@@ -192,10 +202,18 @@ def logs_usage(message) -> Extracted:
     """The usage rows in an ExportLogsServiceRequest."""
     out = Extracted(items=[])
     for resource_logs in message.resource_logs:
+        refused = _too_many_attributes("A resource", resource_logs.resource.attributes)
+        if refused:
+            out.reject(refused, sum(len(scope.log_records) for scope in resource_logs.scope_logs))
+            continue
         resource = attributes(resource_logs.resource.attributes)
         resource_bytes = resource_logs.resource.SerializeToString(deterministic=True)
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
+                refused = _too_many_attributes("A log record", record.attributes)
+                if refused:
+                    out.reject(refused)
+                    continue
                 attrs = attributes(record.attributes, LOG_KEYS)
                 if not is_api_request(record, attrs):
                     continue
@@ -258,9 +276,17 @@ def traces_usage(message) -> Extracted:
     """The usage rows in an ExportTraceServiceRequest."""
     out = Extracted(items=[])
     for resource_spans in message.resource_spans:
+        refused = _too_many_attributes("A resource", resource_spans.resource.attributes)
+        if refused:
+            out.reject(refused, sum(len(scope.spans) for scope in resource_spans.scope_spans))
+            continue
         resource = attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
+                refused = _too_many_attributes("A span", span.attributes)
+                if refused:
+                    out.reject(refused)
+                    continue
                 attrs = attributes(span.attributes)
                 if not any(key.startswith("gen_ai.") for key in attrs):
                     continue
