@@ -49,6 +49,11 @@ def require_reviewer(*, actor: Actor, task: Task) -> None:
     )
 
 
+def review_latest(*, task: Task) -> TaskReview | None:
+    """The task's review state: its newest decision (an approval holds for the head it was made on)."""
+    return TaskReview.objects.filter(task=task).order_by("-created_at", "-id").first()
+
+
 def comment_list(*, task: Task) -> QuerySet[ReviewComment]:
     return ReviewComment.objects.filter(task=task).order_by("created_at", "id")
 

@@ -136,12 +136,7 @@ def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = N
             "provider must be 1-64 letters, digits, '-', '_' or '.'.", extra={"errors": {"provider": ["Invalid."]}}
         )
     task = Task.objects.select_for_update().get(pk=task.pk)
-    if task.status == Task.Status.IN_PROGRESS and not Run.objects.filter(task=task, agent=task.assignee_id).exists():
-        raise DomainError(
-            f"Task {task.pk} is in progress with another agent; release it or wait for it to finish.",
-            code="conflict",
-            extra={"task": task.pk, "task_status": task.status},
-        )
+    _refuse_held_elsewhere(task)
     run = _run_create(task=task, provider=provider, prompt=run_prompt_default(task=task) if prompt is None else prompt)
     _run_event("run.queued", run, actor)
     board_push_tasks(task_ids=[run.task_id])  # the card shows its run: queued, then its state
@@ -151,6 +146,15 @@ def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = N
         # ready task (run_lifecycle), so the card goes to Ready, where its runner claims it.
         task_move(actor=actor, task_id=task.pk, status=Task.Status.READY)
     return run
+
+
+def _refuse_held_elsewhere(task: Task) -> None:
+    if task.status == Task.Status.IN_PROGRESS and not Run.objects.filter(task=task, agent=task.assignee_id).exists():
+        raise DomainError(
+            f"Task {task.pk} is in progress with another agent; release it or wait for it to finish.",
+            code="conflict",
+            extra={"task": task.pk, "task_status": task.status},
+        )
 
 
 def _run_create(*, task: Task, provider: str, prompt: str, resumes: Run | None = None) -> Run:
@@ -175,6 +179,7 @@ def run_queue_follow_up(*, actor: Actor, previous: Run, prompt: str) -> Run:
     (``resumes``; the runner's start answer carries the session to resume)."""
     require_run_starter(actor=actor, what="Queueing runs")
     task = Task.objects.select_for_update().get(pk=previous.task_id)
+    _refuse_held_elsewhere(task)
     run = _run_create(task=task, provider=previous.provider, prompt=prompt, resumes=previous)
     _run_event("run.queued", run, actor, resumes=previous.pk)
     board_push_tasks(task_ids=[run.task_id])

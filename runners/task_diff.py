@@ -128,7 +128,8 @@ def task_change(*, task: Task, parse: bool = True) -> TaskChange:
     """The task's change; ``parse`` adds each shown file's hunks (the JSON form)."""
     path, branch, head = task_change_source(task=task)
     base_branch = task.repository.default_branch
-    tip = _commit(path, f"refs/heads/{base_branch}")
+    # The default branch as the clone has it, else as its origin has it (a clone made for the server).
+    tip = _commit(path, f"refs/heads/{base_branch}") or _commit(path, f"refs/remotes/origin/{base_branch}")
     if tip is None:
         raise DomainError(
             f"The default branch {base_branch!r} of {task.repository.name} does not exist; fix the repository's "
@@ -148,9 +149,9 @@ def task_change(*, task: Task, parse: bool = True) -> TaskChange:
         text = raw.decode("utf-8", "replace")
         if parse:
             _attach_hunks(shown, text)
-    preamble = "".join(
-        f"# {f.path}: {f.too_large}\n" for f in files if f.too_large
-    )  # text before the first "diff --git" is commentary to git apply and patch
+    # Text before the first "diff --git" is commentary to git apply and patch; a path is the agent's,
+    # so a newline in it must not start a line of the diff.
+    preamble = "".join(f"# {_one_line(f.path)}: {f.too_large}\n" for f in files if f.too_large)
     return TaskChange(
         task_id=task.pk,
         repository=task.repository.name,
@@ -161,6 +162,10 @@ def task_change(*, task: Task, parse: bool = True) -> TaskChange:
         files=files,
         text=preamble + text,
     )
+
+
+def _one_line(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _commit(path: str, ref: str) -> str | None:

@@ -56,6 +56,14 @@ class DiffTotalsOutput(serializers.Serializer):
     summarised = serializers.IntegerField(help_text="Files shown as a summary only.")
 
 
+class DiffReviewOutput(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=TaskReview.Decision.choices)
+    reviewer = serializers.CharField()
+    head_commit = serializers.CharField(allow_blank=True)
+    current = serializers.BooleanField(help_text="Made on the branch's head as it is now.")
+    created_at = serializers.DateTimeField()
+
+
 class TaskDiffOutput(serializers.Serializer):
     task = serializers.IntegerField()
     repository = serializers.CharField()
@@ -63,6 +71,7 @@ class TaskDiffOutput(serializers.Serializer):
     head = serializers.CharField(help_text="The branch's head commit.")
     base = DiffBaseOutput()
     totals = DiffTotalsOutput()
+    review = DiffReviewOutput(allow_null=True, help_text="The newest review decision; null: none yet.")
     files = DiffFileOutput(many=True)
 
 

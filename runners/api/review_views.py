@@ -22,7 +22,7 @@ _CHANGE_409 = OpenApiResponse(
 )
 
 
-def _change_json(change: TaskChange) -> dict:
+def _change_json(change: TaskChange, latest: TaskReview | None) -> dict:
     files = [
         {
             "path": f.path,
@@ -59,6 +59,15 @@ def _change_json(change: TaskChange) -> dict:
             "additions": sum(f.additions for f in change.files),
             "deletions": sum(f.deletions for f in change.files),
             "summarised": len(change.summarised),
+        },
+        "review": None
+        if latest is None
+        else {
+            "decision": latest.decision,
+            "reviewer": latest.reviewer,
+            "head_commit": latest.head_commit,
+            "current": latest.head_commit == change.head_commit,
+            "created_at": latest.created_at,
         },
         "files": files,
     }
@@ -105,7 +114,7 @@ class TaskDiffView(APIView):
         review.require_change_reader(actor=actor, task=task)
         change = task_change(task=task, parse=shape == "json")
         if shape == "json":
-            return Response(_change_json(change))
+            return Response(s.TaskDiffOutput(_change_json(change, review.review_latest(task=task))).data)
         response = HttpResponse(change.text.encode(), content_type="text/x-diff; charset=utf-8")
         response["X-Content-Type-Options"] = "nosniff"
         return response

@@ -476,3 +476,25 @@ def test_an_orchestrators_other_agent_reviewing_is_its_own_label(make_agent_clie
 
     assert response.status_code == 201
     assert response.json()["reviewer"] == "agent:boss"
+
+
+def test_the_json_diff_says_whether_the_newest_approval_is_on_the_head(staff_client, clone, task, branch, run):
+    assert staff_client.get(f"/api/v1/tasks/{task.pk}/diff/?format=json").json()["review"] is None
+    staff_client.post(f"/api/v1/tasks/{task.pk}/review/", {"decision": "approve"}, format="json")
+    approved = staff_client.get(f"/api/v1/tasks/{task.pk}/diff/?format=json").json()["review"]
+    git(clone, "checkout", "-q", branch)
+    commit(clone, {"docs/new.md": "# newer\n"}, "Run 3")
+
+    moved_on = staff_client.get(f"/api/v1/tasks/{task.pk}/diff/?format=json").json()["review"]
+
+    assert (approved["decision"], approved["reviewer"], approved["current"]) == ("approve", "user:engineer", True)
+    assert moved_on["current"] is False
+
+
+def test_a_summarised_files_name_cannot_start_a_line_of_the_unified_diff(staff_client, clone, task):
+    git(clone, "checkout", "-q", "-b", f"task-{task.pk}")
+    commit(clone, {"x\ndiff --git a/evil b/evil\n.bin": b"\x00\x01binary"}, "A hostile name")
+
+    text = staff_client.get(f"/api/v1/tasks/{task.pk}/diff/").content.decode()
+
+    assert text == "# x\\ndiff --git a/evil b/evil\\n.bin: binary file, not shown\n"
