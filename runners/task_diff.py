@@ -35,22 +35,7 @@ _STATUS = {"A": "added", "M": "modified", "T": "modified", "D": "deleted", "R": 
 _NULL_SHA = "0" * 40
 
 
-@dataclass
-class DiffLine:
-    kind: str  # "added", "removed", "context"
-    old: int | None
-    new: int | None
-    text: str
-
-
-@dataclass
-class DiffHunk:
-    header: str
-    old_start: int
-    old_lines: int
-    new_start: int
-    new_lines: int
-    lines: list[DiffLine]
+_KIND = {"+": "added", "-": "removed", " ": "context"}
 
 
 @dataclass
@@ -62,7 +47,9 @@ class DiffFile:
     deletions: int
     binary: bool = False
     too_large: str = ""  # why it is summarised, or "" when shown
-    hunks: list[DiffHunk] = field(default_factory=list)
+    # {"header", "old_start", "old_lines", "new_start", "new_lines", "lines": [{"kind", "old", "new",
+    # "text"}]}: plain dicts, as the JSON sends them (a 5,000-line change is 5,000 of them).
+    hunks: list[dict] = field(default_factory=list)
     old_size: int = 0
     new_size: int = 0
 
@@ -95,9 +82,9 @@ def task_branch_name(*, task: Task) -> str:
     return tree or f"{task_type(task=task) or 'task'}-{task.pk}"
 
 
-def task_change_source(*, task: Task) -> tuple[str, str, str]:
-    """(clone path, branch, head commit) of the task's change; 409 saying why when there is none the
-    server can read."""
+def task_change_source(*, task: Task) -> tuple[str, str, str, str | None]:
+    """(clone path, branch, head commit, the default branch's commit or None) of the task's change;
+    409 saying why when there is none the server can read."""
     repository = task.repository
     if repository is None:
         raise DomainError(
@@ -114,22 +101,25 @@ def task_change_source(*, task: Task) -> tuple[str, str, str]:
     if not Path(repository.path).is_dir():
         raise DomainError(f"The clone of {repository.name} is not on this server any more.", code="conflict")
     branch = task_branch_name(task=task)
-    head = _commit(repository.path, f"refs/heads/{branch}")
+    default = repository.default_branch
+    # One git call for the three refs; the default branch as the clone has it, else as its origin has
+    # it (a clone made for the server).
+    refs = _refs(repository.path, [f"refs/heads/{branch}", f"refs/heads/{default}", f"refs/remotes/origin/{default}"])
+    head = refs.get(f"refs/heads/{branch}")
     if head is None:
         raise DomainError(
             f"Task {task.pk} has no branch yet ({branch} is not in {repository.name}): no run has worked on it.",
             code="conflict",
             extra={"branch": branch},
         )
-    return repository.path, branch, head
+    tip = refs.get(f"refs/heads/{default}") or refs.get(f"refs/remotes/origin/{default}")
+    return repository.path, branch, head, tip
 
 
 def task_change(*, task: Task, parse: bool = True) -> TaskChange:
     """The task's change; ``parse`` adds each shown file's hunks (the JSON form)."""
-    path, branch, head = task_change_source(task=task)
+    path, branch, head, tip = task_change_source(task=task)
     base_branch = task.repository.default_branch
-    # The default branch as the clone has it, else as its origin has it (a clone made for the server).
-    tip = _commit(path, f"refs/heads/{base_branch}") or _commit(path, f"refs/remotes/origin/{base_branch}")
     if tip is None:
         raise DomainError(
             f"The default branch {base_branch!r} of {task.repository.name} does not exist; fix the repository's "
@@ -168,23 +158,29 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _commit(path: str, ref: str) -> str | None:
-    try:
-        return git_output(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip() or None
-    except DomainError:
-        return None
+def _refs(path: str, names: list[str]) -> dict[str, str]:
+    """ref name -> commit, for those of ``names`` that exist (``for-each-ref`` also lists refs under a
+    name, ``main/x`` under ``main``: only exact names are kept)."""
+    listing = git_output(path, "for-each-ref", "--format=%(objectname) %(refname)", *names).decode("utf-8", "replace")
+    wanted = set(names)
+    found: dict[str, str] = {}
+    for line in listing.splitlines():
+        sha, _, name = line.partition(" ")
+        if name in wanted:
+            found[name] = sha
+    return found
 
 
 def _listing(path: str, base: str, head: str) -> list[DiffFile]:
     """Every file the change touches with its status, counts and sizes; the ones that do not fit
     marked ``too_large``."""
-    raw = git_output(path, *_DIFF_FLAGS, "--raw", "-z", "--no-abbrev", base, head).decode("utf-8", "replace")
-    numstat = git_output(path, *_DIFF_FLAGS, "--numstat", "-z", base, head).decode("utf-8", "replace")
+    # One call: the raw entries (status, blobs; each starts with ':') and then the numstat ones.
+    listing = git_output(path, *_DIFF_FLAGS, "--raw", "--numstat", "-z", "--no-abbrev", base, head)
+    fields = listing.decode("utf-8", "replace").split("\0")
     files: list[DiffFile] = []
     blobs: list[tuple[str, str]] = []
-    fields = raw.split("\0")
     index = 0
-    while index < len(fields) - 1:
+    while index < len(fields) - 1 and fields[index].startswith(":"):
         meta = fields[index].lstrip(":").split()
         index += 1
         if len(meta) < 5:
@@ -207,7 +203,7 @@ def _listing(path: str, base: str, head: str) -> list[DiffFile]:
             )
         )
         blobs.append((meta[2], meta[3]))
-    counts = _numstat(numstat)
+    counts = _numstat(fields[index:])
     sizes = _sizes(path, {sha for pair in blobs for sha in pair if sha != _NULL_SHA})
     total = 0
     for position, (item, (old_sha, new_sha)) in enumerate(zip(files, blobs, strict=True)):
@@ -230,10 +226,9 @@ def _listing(path: str, base: str, head: str) -> list[DiffFile]:
     return files
 
 
-def _numstat(output: str) -> dict[str, tuple[int | None, int]]:
-    """``--numstat -z``: new path -> (additions, deletions); (None, 0) for a binary file."""
+def _numstat(fields: list[str]) -> dict[str, tuple[int | None, int]]:
+    """``--numstat -z`` split at NUL: new path -> (additions, deletions); (None, 0) for a binary file."""
     counts: dict[str, tuple[int | None, int]] = {}
-    fields = output.split("\0")
     index = 0
     while index < len(fields) - 1:
         parts = fields[index].split("\t")
@@ -274,23 +269,23 @@ def _attach_hunks(shown: list[DiffFile], text: str) -> None:
             continue
         for hunk in patched:
             item.hunks.append(
-                DiffHunk(
-                    header=hunk.section_header,
-                    old_start=hunk.source_start,
-                    old_lines=hunk.source_length,
-                    new_start=hunk.target_start,
-                    new_lines=hunk.target_length,
-                    lines=[
-                        DiffLine(
-                            kind="added" if line.is_added else "removed" if line.is_removed else "context",
-                            old=line.source_line_no,
-                            new=line.target_line_no,
-                            text=line.value.rstrip("\n"),
-                        )
+                {
+                    "header": hunk.section_header,
+                    "old_start": hunk.source_start,
+                    "old_lines": hunk.source_length,
+                    "new_start": hunk.target_start,
+                    "new_lines": hunk.target_length,
+                    "lines": [
+                        {
+                            "kind": _KIND[line.line_type],
+                            "old": line.source_line_no,
+                            "new": line.target_line_no,
+                            "text": line.value.rstrip("\n"),
+                        }
                         for line in hunk
-                        if line.is_added or line.is_removed or line.is_context
+                        if line.line_type in _KIND
                     ],
-                )
+                }
             )
 
 
@@ -298,8 +293,8 @@ def diff_lines(item: DiffFile) -> set[int]:
     """The line numbers a comment on ``item`` may name: new lines (added or context) and removed ones."""
     lines: set[int] = set()
     for hunk in item.hunks:
-        for line in hunk.lines:
-            number = line.old if line.kind == "removed" else line.new
+        for line in hunk["lines"]:
+            number = line["old"] if line["kind"] == "removed" else line["new"]
             if number is not None:
                 lines.add(number)
     return lines
