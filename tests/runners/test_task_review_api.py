@@ -498,3 +498,16 @@ def test_a_summarised_files_name_cannot_start_a_line_of_the_unified_diff(staff_c
     text = staff_client.get(f"/api/v1/tasks/{task.pk}/diff/").content.decode()
 
     assert text == "# x\\ndiff --git a/evil b/evil\\n.bin: binary file, not shown\n"
+
+
+def test_a_product_owner_requests_changes_in_their_own_name(owner_client, task, branch, run):
+    body = {"decision": "request_changes", "comments": [{"path": "docs/new.md", "line": 1, "body": "A better title."}]}
+
+    response = owner_client.post(f"/api/v1/tasks/{task.pk}/review/", body, format="json")
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["reviewer"] == "user:owner"
+    assert response.json()["run"]["prompt"] == "Review comments:\n- docs/new.md:1: A better title."
+    assert list(Event.objects.filter(name="run.queued").values_list("actor", "payload__resumes")) == [
+        ("user:owner", run.pk)
+    ]
