@@ -143,3 +143,12 @@ def _text(value) -> str | None:
     if value is None:
         return None
     return value.isoformat() if isinstance(value, dt.date) else str(value)
+
+
+def usage_by_session(*, session_ids: list[str]) -> dict[str, dict]:
+    """Tokens and cost per session (a run's attempt is its session), one aggregate query; a session
+    with no usage is left out. The caller decides who may read them (a task's runs: its readers)."""
+    if not session_ids:
+        return {}
+    rows = UsageRecord.objects.filter(session_id__in=session_ids).values("session_id").annotate(**_totals()).order_by()
+    return {row["session_id"]: {name: row[name] for name in (*TOKEN_FIELDS, "cost_usd")} for row in rows}

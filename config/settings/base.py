@@ -341,6 +341,7 @@ SPECTACULAR_SETTINGS = {
         "WorktreeStatusEnum": "workspaces.models.Worktree.Status",
         "RunStatusEnum": "runners.models.Run.Status",
         "RunnerStatusEnum": "runners.models.Runner.Status",
+        "ReviewDecisionEnum": "runners.models.TaskReview.Decision",
         # A workspace's kind and status appear in workspaces' WorkspaceOutput and sessions_app's
         # SessionWorkspaceOutput (the same JSON): one enum each, under their long-standing names.
         "WorkspaceOutputKindEnum": "workspaces.models.Workspace.Kind",

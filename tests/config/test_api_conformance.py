@@ -100,6 +100,12 @@ ORCHESTRATE = {
     ("GET", "/api/v1/sync/issues/"),
     ("POST", "/api/v1/tasks/{task_id}/runs/"),
     ("POST", "/api/v1/runs/{run_id}/cancel/"),
+    # SPEC §10: the task's change, runs, comments and review read and written as an orchestrator does.
+    ("GET", "/api/v1/tasks/{task_id}/diff/"),
+    ("GET", "/api/v1/tasks/{task_id}/runs/"),
+    ("GET", "/api/v1/tasks/{task_id}/comments/"),
+    ("POST", "/api/v1/tasks/{task_id}/comments/"),
+    ("POST", "/api/v1/tasks/{task_id}/review/"),
 }
 
 # The runner protocol (SPEC §8): fuzzed with a runner's key (scope 'run'), so the bodies are judged.
@@ -196,6 +202,11 @@ def _breaks_an_unstatable_rule(case) -> bool:
     creates = case.path in ("/api/v1/tasks/", "/api/v1/campaigns/") and case.method.upper() == "POST"
     if creates and body.get("repository") and not Repository.objects.filter(name=body["repository"]).exists():
         return True  # names a repository: it must be a registered one
+    if case.path == "/api/v1/tasks/{task_id}/review/" and isinstance(body.get("decision"), str):
+        # approve takes no message, comments or provider; request_changes needs a message or comments
+        if body["decision"] == "approve":
+            return bool(body.get("message") or body.get("comments") or "provider" in body)
+        return not (str(body.get("message") or "").strip() or body.get("comments"))
     if case.path == "/api/v1/campaigns/" and case.method.upper() == "POST":
         # compares two dates
         return "starts_on" in body and "ends_on" in body and str(body["ends_on"]) < str(body["starts_on"])
