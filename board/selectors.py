@@ -14,7 +14,9 @@ from django.db.models import Count, Q, QuerySet
 from board.card_extras import card_extra_annotations, card_extras_key
 from board.card_sql import card_annotations_compiled
 from board.models import Campaign, Task
+from config.actors import Actor
 from config.api.errors import DomainError
+from config.run_scope import require_task
 from ledger.models import Event, ToolInvocation
 from sessions_app.models import Agent
 from workspaces.models import Artifact, Repository
@@ -31,6 +33,22 @@ def task_get(*, task_id: int) -> Task:
 def task_list() -> QuerySet[Task]:
     """Tasks are visible to every agent: they are the shared queue of work."""
     return Task.objects.select_related("assignee", "campaign", "repository").order_by("priority", "rank", "id")
+
+
+def task_get_for_actor(*, actor: Actor, task_id: int) -> Task:
+    """The task (404), if the actor may see it (403): any, but a per-run key only its run's."""
+    task = task_get(task_id=task_id)
+    require_task(actor=actor, task_id=task.pk)
+    return task
+
+
+def task_list_for_actor(*, actor: Actor) -> QuerySet[Task]:
+    """Every task, but for a per-run key only its run's (SPEC §8: it reaches nothing else of the board)."""
+    tasks = task_list()
+    work = actor.bound_work
+    if work is None:
+        return tasks
+    return tasks.filter(pk=work.task_id) if work.task_id is not None else tasks.none()
 
 
 def campaign_get(*, campaign_id: int) -> Campaign:

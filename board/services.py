@@ -12,6 +12,7 @@ from board.models import Campaign, Lead, Task, TaskClaim
 from config.actors import Actor
 from config.api.errors import LEASE_LOST, DomainError
 from config.pages import BOARD, user_may
+from config.run_scope import require_no_claims, require_task
 from config.single_statement import single_statement_atomic
 from ledger.events import event_dispatch, event_record
 from sessions_app.models import Agent, AgentSession
@@ -239,6 +240,7 @@ def task_claim_next(
     and so are tasks a registered condition keeps for someone else (a task with an active run is left
     to its run): board/claim_gates.py.
     """
+    require_no_claims(actor=actor, what="claim-next")
     _check_claimant(agent=agent, session=session)
     refused = _claim_refused(agent=agent, campaign=campaign)
     for _ in range(CLAIM_ATTEMPTS):
@@ -272,6 +274,7 @@ def task_claim(*, actor: Actor, agent: Agent, task: Task, session: AgentSession 
     A task claim-next would leave alone (the gates: board/claim_gates.py) is refused, naming why; so
     is one a registered condition keeps from this agent (a task with an active run is its run's).
     """
+    require_no_claims(actor=actor, what=f"claim of task {task.pk}")
     _check_claimant(agent=agent, session=session)
     _claim_by_id_refused(agent=agent, task=task)
     try:
@@ -293,6 +296,7 @@ def task_claim(*, actor: Actor, agent: Agent, task: Task, session: AgentSession 
 
 def end_claim(*, actor: Actor, task: Task, outcome: str, new_status: str, error: str = "") -> tuple[Task, bool]:
     """Close the open claim and move the task. Locks the task row (caller holds a transaction)."""
+    require_task(actor=actor, task_id=task.pk)  # a per-run key ends only its run's task (SPEC §8)
     task = Task.objects.select_for_update().get(pk=task.pk)
     claim = TaskClaim.objects.filter(task=task, released_at__isnull=True).first()
     if claim is None or task.status != Task.Status.IN_PROGRESS:

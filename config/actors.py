@@ -19,12 +19,26 @@ class ActingAgent(Protocol):
     slug: str
 
 
+@dataclass(frozen=True)
+class BoundWork:
+    """What a key bound to a run's session reaches besides that session (SPEC §8, "a run acts only
+    for itself"): the session's task, and that task's worktree, the one the runner makes for it
+    (``<type>-<task id>`` of the task's repository). None where the session has no task."""
+
+    task_id: int | None = None
+    repository_id: int | None = None
+
+
 class ActingKey(Protocol):
     """What an Actor reads of a sessions_app AgentApiKey."""
 
     session_id: str | None
 
     def has_scope(self, scope: str) -> bool: ...
+
+    def bound_work(self) -> BoundWork:
+        """Asked only of a key bound to a session (``session_id`` set)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,29 @@ class Actor:
             return False
         bound = self.bound_session_id
         return bound is None or session.pk == bound or session.parent_id == bound
+
+    # --- a run acts only for itself (SPEC §8) ------------------------------------------------------
+    # All runs of one provider on one runner share one agent row (``claude@build-1``), so "it holds
+    # the claim" cannot tell run A from run B. The key can: a per-run key is bound to its run's
+    # session, and reaches that session's task and that task's worktree, nothing else of the board
+    # or the worktrees. The board's and the worktrees' services ask these (through config/run_scope.py,
+    # which words the 403), before anything is read for update or written; a key that is not bound
+    # passes at no cost.
+
+    @property
+    def bound_work(self) -> BoundWork | None:
+        """What a per-run key reaches besides its session; None for any other actor (no limit)."""
+        return self.api_key.bound_work() if self.bound_session_id is not None else None
+
+    def may_touch_task(self, task_id: int) -> bool:
+        work = self.bound_work
+        return work is None or (work.task_id is not None and work.task_id == task_id)
+
+    def may_touch_worktree(self, *, repository_id: int, name: str) -> bool:
+        work = self.bound_work
+        if work is None:
+            return True
+        return work.task_id is not None and repository_id == work.repository_id and name == str(work.task_id)
 
 
 SYSTEM = Actor(system=True)

@@ -14,7 +14,10 @@ from workspaces.worktrees.runner_hosted import Removal, worktree_removals_pendin
 
 HELD = (Run.Status.ASSIGNED, Run.Status.STARTING, Run.Status.RUNNING)
 STARTED = (Run.Status.STARTING, Run.Status.RUNNING)
-REPORTED_FIELDS = ("host", "labels", "providers", "capacity", "version")
+# Not "labels": a runner's labels are those its key was made with (create_runner_key --label, or a
+# person in the admin). What a heartbeat claims is ignored, so a runner cannot take a task that asks
+# for a label it was not given (``runner:gpu``) by saying it has it; the answer shows what it has.
+REPORTED_FIELDS = ("host", "providers", "capacity", "version")
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Runners and runs (SPEC §8): Switchyard starts the agents itself, on any machine."""
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -142,3 +143,81 @@ class Run(TimeStampedModel):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+
+class TaskReview(TimeStampedModel):
+    """A decision on a task's change (SPEC §10): approved, or changes requested (with the run that
+    was queued to make them). The newest row is the task's review state."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", "Approved"
+        REQUEST_CHANGES = "request_changes", "Changes requested"
+
+    task = models.ForeignKey("board.Task", on_delete=models.CASCADE, related_name="reviews")
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    reviewer = models.CharField(max_length=200, help_text="Who decided: user:<name> or agent:<slug>.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="task_reviews"
+    )
+    message = models.TextField(blank=True)
+    head_commit = models.CharField(max_length=64, blank=True, help_text="The branch's head the decision was on.")
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="requested_by", help_text="The run queued."
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(decision__in=["approve", "request_changes"]), name="task_review_decision_valid"
+            ),
+            models.CheckConstraint(condition=~Q(reviewer=""), name="task_review_has_reviewer"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.decision} on task {self.task_id} by {self.reviewer}"
+
+
+class ReviewComment(TimeStampedModel):
+    """A comment on a line (or a whole file) of a task's change, by a person or an agent's key (a
+    review run's): the same comments either way, shown beside the diff."""
+
+    BODY_MAX = 20_000
+
+    task = models.ForeignKey("board.Task", on_delete=models.CASCADE, related_name="review_comments")
+    path = models.CharField(max_length=4096)
+    line = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: on the whole file.")
+    body = models.TextField()
+    author = models.CharField(max_length=200, help_text="user:<name> or agent:<slug>.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="review_comments"
+    )
+    agent = models.ForeignKey(
+        "sessions_app.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="review_comments"
+    )
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="review_comments", help_text="Its run."
+    )
+    review = models.ForeignKey(
+        TaskReview,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="comments",
+        help_text="The request for changes that carried it to the agent.",
+    )
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["task", "created_at"], name="review_comment_task_time")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(line__isnull=True) | Q(line__gte=1), name="review_comment_line_positive"
+            ),
+            models.CheckConstraint(condition=~Q(path=""), name="review_comment_has_path"),
+            models.CheckConstraint(condition=~Q(body=""), name="review_comment_has_body"),
+            models.CheckConstraint(condition=~Q(author=""), name="review_comment_has_author"),
+        ]
+
+    def __str__(self) -> str:
+        return f"comment on {self.path}:{self.line or ''} of task {self.task_id}"

@@ -136,27 +136,8 @@ def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = N
             "provider must be 1-64 letters, digits, '-', '_' or '.'.", extra={"errors": {"provider": ["Invalid."]}}
         )
     task = Task.objects.select_for_update().get(pk=task.pk)
-    if task.status == Task.Status.IN_PROGRESS and not Run.objects.filter(task=task, agent=task.assignee_id).exists():
-        raise DomainError(
-            f"Task {task.pk} is in progress with another agent; release it or wait for it to finish.",
-            code="conflict",
-            extra={"task": task.pk, "task_status": task.status},
-        )
-    try:
-        # A savepoint, so a second active run is a 409 and not a broken outer transaction.
-        with transaction.atomic():
-            run = Run.objects.create(
-                task=task,
-                provider=provider,
-                prompt=run_prompt_default(task=task) if prompt is None else prompt,
-            )
-    except IntegrityError:
-        active = Run.objects.filter(task=task, status__in=Run.ACTIVE).values_list("pk", flat=True).first()
-        raise DomainError(
-            f"Task {task.pk} already has an active run{f' ({active})' if active else ''}; cancel it first.",
-            code="conflict",
-            extra={"run": active},
-        ) from None
+    _refuse_held_elsewhere(task)
+    run = _run_create(task=task, provider=provider, prompt=run_prompt_default(task=task) if prompt is None else prompt)
     _run_event("run.queued", run, actor)
     board_push_tasks(task_ids=[run.task_id])  # the card shows its run: queued, then its state
     transaction.on_commit(queue_wake)  # a runner's long poll in this process looks at once
@@ -164,6 +145,47 @@ def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = N
         # Pressing Run on a card in any other column means "do this now": the run starts only on a
         # ready task (run_lifecycle), so the card goes to Ready, where its runner claims it.
         task_move(actor=actor, task_id=task.pk, status=Task.Status.READY)
+    return run
+
+
+def _refuse_held_elsewhere(task: Task) -> None:
+    if task.status == Task.Status.IN_PROGRESS and not Run.objects.filter(task=task, agent=task.assignee_id).exists():
+        raise DomainError(
+            f"Task {task.pk} is in progress with another agent; release it or wait for it to finish.",
+            code="conflict",
+            extra={"task": task.pk, "task_status": task.status},
+        )
+
+
+def _run_create(*, task: Task, provider: str, prompt: str, resumes: Run | None = None) -> Run:
+    """The run's row; a second active run of the task is a 409 (``run_one_active_per_task``)."""
+    try:
+        # A savepoint, so a second active run is a 409 and not a broken outer transaction.
+        with transaction.atomic():
+            return Run.objects.create(task=task, provider=provider, prompt=prompt, resumes=resumes)
+    except IntegrityError:
+        active = Run.objects.filter(task=task, status__in=Run.ACTIVE).values_list("pk", flat=True).first()
+        raise DomainError(
+            f"Task {task.pk} already has an active run{f' ({active})' if active else ''}; cancel it first.",
+            code="conflict",
+            extra={"run": active},
+        ) from None
+
+
+@transaction.atomic
+def run_queue_follow_up(*, actor: Actor, previous: Run, prompt: str) -> Run:
+    """Queue a run that continues ``previous``'s agent session on the same task (and so the same
+    branch) with a new prompt: its provider's resume, as a lost run's resume run is made
+    (``resumes``; the runner's start answer carries the session to resume)."""
+    require_run_starter(actor=actor, what="Queueing runs")
+    task = Task.objects.select_for_update().get(pk=previous.task_id)
+    _refuse_held_elsewhere(task)
+    run = _run_create(task=task, provider=previous.provider, prompt=prompt, resumes=previous)
+    _run_event("run.queued", run, actor, resumes=previous.pk)
+    board_push_tasks(task_ids=[run.task_id])
+    transaction.on_commit(queue_wake)
+    if task.status not in (Task.Status.READY, Task.Status.IN_PROGRESS):
+        task_move(actor=actor, task_id=task.pk, status=Task.Status.READY)  # as run_queue: it starts from Ready
     return run
 
 

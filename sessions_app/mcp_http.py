@@ -11,6 +11,10 @@ processes any one may take the next request. What an agent keeps between calls (
 open question) is in the cache (Redis with REDIS_URL, so shared by every process), per key.
 A key bound to a run's session (SPEC §8) always works in that session.
 
+A waiting ``ask_product_owner`` holds no worker thread (tools.py ``_asker``: it sleeps on the event
+loop), and one key has at most MCP_WAITS_PER_KEY waits at once in a process (``WaitSlots``): one
+agent's waits can neither take the threads the key check and other agents' calls need nor pile up.
+
 The SDK's session manager needs its task group running: ASGI servers differ in whether they send
 ``lifespan`` (the channels router in config/asgi.py refuses it), so it starts on the first request.
 """
@@ -18,8 +22,10 @@ The SDK's session manager needs its task group running: ASGI servers differ in w
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 
 import anyio
 import httpx
@@ -51,6 +57,32 @@ class CachedMemory(Memory):
 
     def save(self) -> None:
         cache.set(self.cache_key, {"session_id": self.session_id, "question_seq": self.question_seq}, MEMORY_SECONDS)
+
+
+class WaitSlots:
+    """The ask_product_owner waits each key has in this process, at most settings.MCP_WAITS_PER_KEY:
+    the web app's WaitGate (switchyard_client/mcp/tools.py). One event loop per process, so a dict
+    is enough (no await between the check and the count)."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, headers: Mapping[str, str] | None) -> AsyncIterator[None]:
+        who = hashlib.sha256(_bearer(headers).encode()).hexdigest()  # not the key itself, even in memory
+        limit = settings.MCP_WAITS_PER_KEY
+        if self.held.get(who, 0) >= limit:
+            raise ToolError(
+                f"This key already has {limit} ask_product_owner calls waiting for an answer, the most at once "
+                "(MCP_WAITS_PER_KEY): ask with wait_seconds 0 and use check_answer, or wait for one to end."
+            )
+        self.held[who] = self.held.get(who, 0) + 1
+        try:
+            yield
+        finally:
+            self.held[who] -= 1
+            if not self.held[who]:
+                del self.held[who]
 
 
 def _bearer(headers: Mapping[str, str] | None) -> str:
@@ -131,7 +163,8 @@ class McpHttpApp:
     """The ASGI app for ``/mcp``: checks the key, then hands the request to the SDK's transport."""
 
     def __init__(self) -> None:
-        self.server = build_tools_server(agent_for, closes_agent=True)
+        self.wait_slots = WaitSlots()
+        self.server = build_tools_server(agent_for, closes_agent=True, wait_gate=self.wait_slots.hold)
         # Hosts are checked against ALLOWED_HOSTS above, as Django checks them; the SDK's own check
         # would allow localhost only. A browser page cannot call /mcp without the agent's key.
         self.transport = self.server.streamable_http_app(

@@ -1,7 +1,7 @@
 from django.db import models
 from django.db.models import Q
 
-from config.actors import ORCHESTRATE_SCOPE
+from config.actors import ORCHESTRATE_SCOPE, BoundWork
 from config.models import TimeStampedModel
 
 
@@ -72,6 +72,19 @@ class AgentApiKey(TimeStampedModel):
 
     def has_scope(self, scope: str) -> bool:
         return scope in (self.scopes or [])
+
+    def bound_work(self) -> BoundWork:
+        """The task of the session this key is bound to, and that task's repository (config/actors.py
+        decides with them). Read once per request, and only by a bound key on a task or worktree
+        endpoint: a session's task is fixed when it is opened."""
+        cached = self.__dict__.get("_bound_work")
+        if cached is None:
+            found = (
+                AgentSession.objects.filter(pk=self.session_id).values_list("task_id", "task__repository_id").first()
+            )
+            cached = BoundWork(*found) if found is not None else BoundWork()
+            self.__dict__["_bound_work"] = cached
+        return cached
 
 
 class AgentSession(TimeStampedModel):

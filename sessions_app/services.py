@@ -14,6 +14,7 @@ from config.actors import Actor
 from config.api.errors import DomainError
 from config.domain_events import domain_event_record
 from config.idempotency import IncomingItem, ItemResult, resolve_replays
+from config.run_scope import require_task
 from config.single_statement import single_statement_atomic
 from sessions_app import selectors
 from sessions_app.event_sql import stream_event_insert_one, stream_events_insert_batch
@@ -92,6 +93,7 @@ def session_open(
     if parent is not None and not actor.owns(parent.agent_id):
         raise DomainError("The parent session belongs to another agent.", code="forbidden")
     if task is not None:
+        require_task(actor=actor, task_id=task.pk)  # a per-run key names only its run's task (SPEC §8)
         session_task_gates_run(task=task, agent=agent)  # the board's: not one another agent holds
 
     existing = AgentSession.objects.filter(pk=session_id).first()

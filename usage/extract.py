@@ -24,6 +24,8 @@ from decimal import Decimal, InvalidOperation
 
 from django.utils import timezone
 
+from usage.models import COST_MAX, TOKENS_MAX
+
 API_REQUEST_NAMES = frozenset({"claude_code.api_request", "api_request"})
 MODEL_CALLS = frozenset({"chat", "text_completion", "generate_content", "embeddings", ""})
 AGENT_SPANS = frozenset({"invoke_agent", "create_agent"})
@@ -47,12 +49,15 @@ LOG_KEYS = frozenset(
     }
 )
 INT64_MAX = 2**63 - 1
-COST_MAX = Decimal("9999999999")  # the column holds 10 digits before the point
+# Attributes of one record or resource, at most (OpenTelemetry SDKs send 128 at most): a record with
+# more is refused before they are read, so 4 MiB of empty attributes is not a second of Python.
+ATTRIBUTES_MAX = 1000
 CENT_FRACTION = Decimal("0.00000001")
 
 
 class RecordInvalid(ValueError):
-    """A usage record with a value the database must not hold (negative, not a number)."""
+    """A usage record with a value the database must not hold (negative, not a number, over the caps
+    of usage.models: TOKENS_MAX tokens, COST_MAX dollars)."""
 
 
 @dataclass(frozen=True)
@@ -81,9 +86,16 @@ class Extracted:
     rejected: int = 0
     error: str = ""
 
-    def reject(self, message: str) -> None:
-        self.rejected += 1
+    def reject(self, message: str, count: int = 1) -> None:
+        self.rejected += count
         self.error = self.error or message
+
+
+def _too_many_attributes(what: str, pairs) -> str:
+    """Why a record (or a resource's) is refused for its attributes, or "" when it is not."""
+    if len(pairs) <= ATTRIBUTES_MAX:
+        return ""
+    return f"{what} has {len(pairs)} attributes; at most {ATTRIBUTES_MAX} are taken."
 
 
 def any_value(value):
@@ -112,7 +124,7 @@ def _text(value, limit: int) -> str:
     return str(value).replace("\x00", "")[:limit]
 
 
-def _count(name: str, value) -> int:
+def _count(name: str, value, *, maximum: int = TOKENS_MAX) -> int:
     if value is None or value == "":
         return 0
     if isinstance(value, bool):
@@ -125,8 +137,9 @@ def _count(name: str, value) -> int:
         if not math.isfinite(number):
             raise RecordInvalid(f"{name} must be a finite number.")
         number = round(number)
-    if not 0 <= number <= INT64_MAX:
-        raise RecordInvalid(f"{name} must be from 0 to {INT64_MAX}: {number}.")
+    if not 0 <= number <= maximum:
+        cap = " (the cap of one record)" if maximum != INT64_MAX else ""
+        raise RecordInvalid(f"{name} must be from 0 to {maximum}{cap}: {number}.")
     return number
 
 
@@ -140,7 +153,7 @@ def _cost(value) -> Decimal:
     except InvalidOperation:
         raise RecordInvalid(f"cost_usd must be a number: {str(value)[:40]!r}.") from None
     if not cost.is_finite() or not 0 <= cost <= COST_MAX:
-        raise RecordInvalid(f"cost_usd must be from 0 to {COST_MAX}.")
+        raise RecordInvalid(f"cost_usd must be from 0 to {COST_MAX} (the cap of one record): {str(value)[:40]}.")
     return cost.quantize(CENT_FRACTION)
 
 
@@ -189,10 +202,18 @@ def logs_usage(message) -> Extracted:
     """The usage rows in an ExportLogsServiceRequest."""
     out = Extracted(items=[])
     for resource_logs in message.resource_logs:
+        refused = _too_many_attributes("A resource", resource_logs.resource.attributes)
+        if refused:
+            out.reject(refused, sum(len(scope.log_records) for scope in resource_logs.scope_logs))
+            continue
         resource = attributes(resource_logs.resource.attributes)
         resource_bytes = resource_logs.resource.SerializeToString(deterministic=True)
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
+                refused = _too_many_attributes("A log record", record.attributes)
+                if refused:
+                    out.reject(refused)
+                    continue
                 attrs = attributes(record.attributes, LOG_KEYS)
                 if not is_api_request(record, attrs):
                     continue
@@ -223,7 +244,9 @@ def _api_request(record, attrs: dict, resource: dict, resource_bytes: bytes) -> 
         cache_read_tokens=_count("cache_read_tokens", attrs.get("cache_read_tokens")),
         cache_creation_tokens=_count("cache_creation_tokens", attrs.get("cache_creation_tokens")),
         cost_usd=_api_request_cost(attrs),
-        duration_ms=_count("duration_ms", attrs["duration_ms"]) if attrs.get("duration_ms") not in (None, "") else None,
+        duration_ms=_count("duration_ms", attrs["duration_ms"], maximum=INT64_MAX)
+        if attrs.get("duration_ms") not in (None, "")
+        else None,
     )
 
 
@@ -232,7 +255,7 @@ def _api_request_cost(attrs: dict) -> Decimal:
     micros = attrs.get("cost_usd_micros")
     if micros in (None, ""):
         return _cost(attrs.get("cost_usd"))
-    return _cost(Decimal(_count("cost_usd_micros", micros)) / 1_000_000)
+    return _cost(Decimal(_count("cost_usd_micros", micros, maximum=INT64_MAX)) / 1_000_000)
 
 
 def _first(attrs: dict, *keys: str):
@@ -253,9 +276,17 @@ def traces_usage(message) -> Extracted:
     """The usage rows in an ExportTraceServiceRequest."""
     out = Extracted(items=[])
     for resource_spans in message.resource_spans:
+        refused = _too_many_attributes("A resource", resource_spans.resource.attributes)
+        if refused:
+            out.reject(refused, sum(len(scope.spans) for scope in resource_spans.scope_spans))
+            continue
         resource = attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
+                refused = _too_many_attributes("A span", span.attributes)
+                if refused:
+                    out.reject(refused)
+                    continue
                 attrs = attributes(span.attributes)
                 if not any(key.startswith("gen_ai.") for key in attrs):
                     continue

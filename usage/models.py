@@ -4,6 +4,13 @@ from django.db.models import Q
 from config.models import TimeStampedModel
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+# The most one usage row may hold (README, "Tokens and cost"): far above any real model request (a
+# million-token context costs well under $100), far below what a sum overflows at. A record over
+# either is refused by the receiver (usage.extract) and by the database (the constraints below),
+# so the sums on every page stay exact on SQLite, whose SUM of integers fails past 2**63 - 1: it
+# would take 9 billion rows at the cap to get there.
+TOKENS_MAX = 10**9  # per token field of one row
+COST_MAX = 10**6  # US dollars of one row
 
 
 class UsageRecord(models.Model):
@@ -52,6 +59,14 @@ class UsageRecord(models.Model):
                 name="usage_record_tokens_not_negative",
             ),
             models.CheckConstraint(condition=Q(cost_usd__gte=0), name="usage_record_cost_not_negative"),
+            models.CheckConstraint(
+                condition=Q(input_tokens__lte=TOKENS_MAX)
+                & Q(output_tokens__lte=TOKENS_MAX)
+                & Q(cache_read_tokens__lte=TOKENS_MAX)
+                & Q(cache_creation_tokens__lte=TOKENS_MAX),
+                name="usage_record_tokens_capped",
+            ),
+            models.CheckConstraint(condition=Q(cost_usd__lte=COST_MAX), name="usage_record_cost_capped"),
             models.CheckConstraint(
                 condition=Q(duration_ms__isnull=True) | Q(duration_ms__gte=0), name="usage_record_duration_not_negative"
             ),

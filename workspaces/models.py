@@ -149,7 +149,20 @@ class Worktree(TimeStampedModel):
     type = models.SlugField(max_length=32)
     name = models.SlugField(max_length=200)
     branch = models.CharField(max_length=255)
-    real_path = models.CharField(max_length=4096, unique=True, help_text="Canonical real path: one folder, one row.")
+    real_path = models.CharField(
+        max_length=4096, help_text="Canonical real path on its host: one folder, one row (per host)."
+    )
+    # The host of the folder: its repository's runner (null: the server's machine), copied so that the
+    # database holds "one folder, one row" per host. A runner's paths are in that runner's namespace:
+    # a runner naming a path the server (or another runner) uses takes nothing from them.
+    runner = models.ForeignKey(
+        "runners.Runner",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="worktrees",
+        help_text="Its repository's runner (the host of the folder); empty when it is on the server's.",
+    )
     pr_number = models.PositiveIntegerField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     holder = models.ForeignKey(
@@ -170,6 +183,12 @@ class Worktree(TimeStampedModel):
         ordering = ["repository", "type", "name"]
         constraints = [
             models.UniqueConstraint(fields=["repository", "type", "name"], name="worktree_name_unique"),
+            # Two clones beside each other share a parent folder, so worktree folders are unique per
+            # host rather than per repository.
+            models.UniqueConstraint(
+                fields=["real_path"], condition=Q(runner__isnull=True), name="worktree_server_path_unique"
+            ),
+            models.UniqueConstraint(fields=["runner", "real_path"], name="worktree_runner_path_unique"),
             models.CheckConstraint(
                 condition=Q(holder__isnull=True) | Q(lease_expires_at__isnull=False), name="worktree_claim_has_lease"
             ),

@@ -35,7 +35,7 @@ class TaskListCreateView(ListAPIView):
     filterset_class = TaskFilter
 
     def get_queryset(self):
-        return selectors.task_list()
+        return selectors.task_list_for_actor(actor=actor_from_request(self.request))
 
     @extend_schema(
         request=s.TaskCreateInput,
@@ -56,9 +56,14 @@ class TaskListCreateView(ListAPIView):
 
 
 class TaskDetailView(APIView):
-    @extend_schema(responses=s.TaskOutput, summary="Read a task")
+    @extend_schema(
+        responses=s.TaskOutput,
+        summary="Read a task",
+        description="A run's own key reads its run's task only (403 for any other).",
+    )
     def get(self, request, task_id: int):
-        return Response(s.TaskOutput(selectors.task_get(task_id=task_id)).data)
+        task = selectors.task_get_for_actor(actor=actor_from_request(request), task_id=task_id)
+        return Response(s.TaskOutput(task).data)
 
 
 class TaskClaimNextView(APIView):
@@ -69,6 +74,8 @@ class TaskClaimNextView(APIView):
             204: OpenApiResponse(description="No ready task (tasks with an active run are left to their runs)."),
         },
         summary="Claim the best ready task",
+        description="A run's own key (bound to its session) claims nothing: 403. Its run's task was claimed for it "
+        "when the run started.",
     )
     def post(self, request):
         actor = actor_from_request(request)
@@ -97,6 +104,8 @@ class TaskClaimView(APIView):
             ),
         },
         summary="Claim this task",
+        description="A run's own key (bound to its session) claims nothing: 403. Its run's task was claimed for it "
+        "when the run started.",
     )
     def post(self, request, task_id: int):
         actor = actor_from_request(request)

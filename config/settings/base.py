@@ -256,6 +256,11 @@ STORAGES = {
 # Size caps. A request body over API_MAX_BODY_BYTES is refused with 413 before it is parsed.
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=1024)
 API_MAX_BATCH_ITEMS = 1000
+# An OTLP export (usage/otlp.py): its body, also once inflated, and its log records, spans or data points.
+OTLP_MAX_BODY_BYTES = env_int("OTLP_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)
+OTLP_MAX_RECORDS = env_int("OTLP_MAX_RECORDS", 10_000, minimum=100)
+# ask_product_owner calls of one key waiting for an answer at once over /mcp (sessions_app/mcp_http.py).
+MCP_WAITS_PER_KEY = env_int("MCP_WAITS_PER_KEY", 4, minimum=1)
 EVENT_PAYLOAD_MAX_BYTES = env_int("EVENT_PAYLOAD_MAX_BYTES", 256 * 1024, minimum=1024)
 CHECKPOINT_MAX_BYTES = env_int("CHECKPOINT_MAX_BYTES", 1024 * 1024, minimum=1024)
 TOOL_SUMMARY_MAX_CHARS = env_int("TOOL_SUMMARY_MAX_CHARS", 2000, minimum=64)
@@ -336,6 +341,7 @@ SPECTACULAR_SETTINGS = {
         "WorktreeStatusEnum": "workspaces.models.Worktree.Status",
         "RunStatusEnum": "runners.models.Run.Status",
         "RunnerStatusEnum": "runners.models.Runner.Status",
+        "ReviewDecisionEnum": "runners.models.TaskReview.Decision",
         # A workspace's kind and status appear in workspaces' WorkspaceOutput and sessions_app's
         # SessionWorkspaceOutput (the same JSON): one enum each, under their long-standing names.
         "WorkspaceOutputKindEnum": "workspaces.models.Workspace.Kind",

@@ -132,11 +132,15 @@ class WorktreeReport(StrictSerializer):
 
 
 class HeartbeatInput(StrictSerializer):
-    """Every field is optional; what is sent replaces the runner's."""
+    """Every field is optional; what is sent replaces the runner's (but for labels: see there)."""
 
     host = serializers.CharField(required=False, allow_blank=True, max_length=255)
     labels = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, max_length=100, help_text='e.g. ["linux", "gpu"]'
+        child=serializers.CharField(max_length=100),
+        required=False,
+        max_length=100,
+        help_text="Ignored: a runner's labels are those its key was made with (create_runner_key --label); "
+        "the answer's runner.labels shows them.",
     )
     providers = serializers.ListField(
         child=serializers.RegexField(PROVIDER_PATTERN, max_length=64, trim_whitespace=False),

@@ -90,8 +90,9 @@ class RunnerHeartbeatView(APIView):
         request=s.HeartbeatInput,
         responses=s.HeartbeatOutput,
         summary="A runner's heartbeat: what it reports, the runs it holds, what to stop or drop (runner key)",
-        description="What is sent replaces the runner's; it goes online (or draining) and the lease of every "
-        "run it holds is renewed for RUNNER_LEASE_SECONDS.",
+        description="What is sent replaces the runner's, but for its labels (those its key was made with: "
+        "create_runner_key --label); it goes online (or draining) and the lease of every run it holds is "
+        "renewed for RUNNER_LEASE_SECONDS.",
     )
     def post(self, request):
         runner = runner_for_actor(actor=actor_from_request(request))

@@ -17,6 +17,7 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,6 +27,7 @@ from switchyard_client.runner.command import main as runner_main
 from switchyard_client.runner.config import RunnerConfigError, parse_config
 from switchyard_client.runner.providers import providers_for
 from switchyard_client.runner.state import RunState
+from switchyard_client.runner.watchdog import lease_path, lease_write
 from switchyard_client.runner.worker import RunWorker
 
 ENV = {"SWITCHYARD_RUNNER_KEY": "sy_runner"}
@@ -73,12 +75,16 @@ def _start(tmp_path: Path, provider: str, prompt: str, *, resume: bool) -> dict:
         jobs=tmp_path / "jobs",
         store=_Store(tmp_path),
         console=SimpleNamespace(say=lambda message: None),
+        relay=SimpleNamespace(endpoint="http://127.0.0.1:9/otlp"),  # the runner's telemetry relay
     )
     state = RunState(id=7, attempt=1, provider=provider, session="run-7", agent_key="sy_run7", workdir=str(tmp_path))
     state.assignment = {"task": {"id": 3, "title": prompt}}
+    # The lease `starting` would have renewed: the agent's watchdog (runner/watchdog.py) reads it.
+    lease_write(lease_path(tmp_path, state.id), sent_at=time.time(), lease_seconds=600, grace=10)
     worker = RunWorker(runner, state, "new")
     worker._spawn(prompt, resume=resume)
     assert worker.popen.wait(60) == 0, (tmp_path / "jobs").glob("*.log")
+    worker._watchdog_stop()  # as the runner does when a run ends: it would sleep until the lease's end
     return json.loads((tmp_path / f"{provider}.json").read_text())
 
 

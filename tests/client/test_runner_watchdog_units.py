@@ -73,13 +73,14 @@ def test_an_agent_whose_lease_ends_gets_sigterm_then_sigkill_and_the_watchdog_en
 def test_a_renewed_lease_keeps_the_agent_and_stopping_the_watchdog_leaves_the_agent_alone(tmp_path):
     proc = agent(tmp_path)
     lease = lease_path(tmp_path, 8)
-    lease_write(lease, sent_at=time.time(), lease_seconds=5, grace=1)  # SIGTERM in ~3 s
+    # SIGTERM in ~6 s: the renewals below may stall for seconds on a loaded machine.
+    lease_write(lease, sent_at=time.time(), lease_seconds=8, grace=1)
     first_kill = int(lease.read_text().split()[1])
     dog = watchdog_start(lease, proc.pid, "")
     try:
         # Renewed, as a live runner's heartbeats do, until the agent has written past the first deadline.
         def past_first_deadline():
-            lease_write(lease, sent_at=time.time(), lease_seconds=5, grace=1)
+            lease_write(lease, sent_at=time.time(), lease_seconds=8, grace=1)
             return stamps(tmp_path)[-1] > first_kill + 1
 
         wait_for(past_first_deadline, timeout=30, what="the agent to outlive its first lease")
@@ -144,7 +145,12 @@ def test_a_missing_lease_file_stops_the_agent(tmp_path):
 def test_the_help_and_the_example_config_name_every_variable_an_agent_gets(tmp_path):
     state = RunState(id=1, attempt=1, provider="shell", session="s", agent_key="k", workdir=str(tmp_path))
     env = agent_env(
-        state, provider=ProviderConfig(name="shell", command=["true"]), url="http://x", prompt="p", hook_dir=tmp_path
+        state,
+        provider=ProviderConfig(name="shell", command=["true"]),
+        url="http://x",
+        otlp_endpoint="http://127.0.0.1:9",
+        prompt="p",
+        hook_dir=tmp_path,
     )
     names = {name for name in env if name.startswith("SWITCHYARD_")}
     assert "SWITCHYARD_ATTEMPT" in names

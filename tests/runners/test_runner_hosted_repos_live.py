@@ -16,7 +16,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from config.actors import Actor
-from runners.models import Run
+from runners.models import Run, Runner
 from runners.services import run_queue
 from tests.browser.server import ServerProcess
 from tests.client.live import server_roots  # noqa: F401
@@ -148,3 +148,18 @@ def test_runs_of_a_runner_clone_run_there_in_worktrees_it_makes_and_reports(tmp_
     assert not Path(removed.real_path).exists()
     assert removed.real_path not in git(clone, "worktree", "list")
     assert (clone / "README.md").exists()  # the clone itself is untouched
+
+
+def test_a_runner_configured_with_a_label_its_key_lacks_says_it_is_ignored(tmp_path, sy_server):
+    """A runner's labels are its key's (tests/runners/test_runner_host_namespaces.py): a real runner
+    whose config claims gpu says at start that gpu is ignored, and the server keeps linux alone."""
+    machine = Machine(tmp_path, sy_server.url, "build-l", labels=["linux"], providers={"plain": {"command": ["true"]}})
+    machine.runner_table["labels"] = ["linux", "gpu"]
+    machine.write()
+    try:
+        machine.start()
+        said = "labels gpu ignored: this runner's labels are its key's (linux)"
+        wait_for(lambda: said in machine.output(), timeout=30, what="the runner's labels line", machines=[machine])
+        assert Runner.objects.get(name="build-l").labels == ["linux"]
+    finally:
+        machine.cleanup()

@@ -193,8 +193,8 @@ def test_providers_and_runner_labels_are_respected(runner_client, queue_run):
     # then it gets only the one whose requirements it meets
     assert handed == [linux.pk]
     assert Run.objects.get(pk=codex.pk).status == Run.objects.get(pk=gpu.pk).status == "queued"
-    # and once labelled gpu, it gets the gpu one
-    runner_client.post("/api/v1/runners/me/heartbeat/", {"labels": ["linux", "gpu"]}, format="json")
+    # and once its key gives it gpu (a heartbeat claiming it does not: test_runner_host_namespaces.py), the gpu one
+    runner_key_create(name="build-1", labels=["linux", "gpu"])
     assert [r["id"] for r in next_runs(runner_client).json()["runs"]] == [gpu.pk]
 
 

@@ -298,7 +298,7 @@ def test_an_unsupported_content_type_or_encoding_is_a_415(agent_client, claude_s
 
 
 def test_a_body_over_the_limit_is_a_413_also_when_it_inflates_past_it(agent_client, settings, claude_session):
-    settings.API_MAX_BODY_BYTES = 4096
+    settings.OTLP_MAX_BODY_BYTES = 4096
     bomb = p.gzipped(b"\x00" * 10_000_000)  # about 10 KB of gzip, 10 MB inflated
     big = b"{" + b" " * 5000 + b"}"
 

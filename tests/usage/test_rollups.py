@@ -50,7 +50,8 @@ def world(agent, other_agent):
 
 
 def test_group_by_agent_for_an_orchestrator(orchestrator_client, world, django_assert_num_queries):
-    with django_assert_num_queries(5):  # key and agent lookup, the liveness write, the one aggregate
+    # Key and agent lookup, the liveness write, the aggregate of the usage rows and that of the ledger's tool calls.
+    with django_assert_num_queries(6):
         response = orchestrator_client.get("/api/v1/usage/", {"group_by": "agent"})
 
     assert response.status_code == 200

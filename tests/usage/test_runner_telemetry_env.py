@@ -95,7 +95,7 @@ def test_a_runs_end_is_reported_only_after_its_exports_reached_the_server(tmp_pa
         api=Api(),
         relay=Relay(),
         stop=threading.Event(),
-        store=SimpleNamespace(forget=lambda run_id: None),
+        store=SimpleNamespace(forget=lambda run_id: None, folder=tmp_path),
         console=SimpleNamespace(say=lambda message: None),
         providers={},
     )

@@ -17,7 +17,7 @@ from config.actors import Actor
 from tests.factories import AgentFactory, SessionFactory, TaskFactory
 from usage import services, usage_sql
 from usage.extract import UsageItem
-from usage.models import UsageRecord
+from usage.models import COST_MAX, TOKENS_MAX, UsageRecord
 
 pytestmark = [
     pytest.mark.django_db,
@@ -36,11 +36,11 @@ def _items(session_id: str) -> list[UsageItem]:
             external_session_id=session_id,
             model="claude-sonnet-4-5-20250929",
             operation="api_request",
-            input_tokens=2**62,
+            input_tokens=TOKENS_MAX,  # the most a row holds (the caps' constraints)
             output_tokens=340,
             cache_read_tokens=5000,
             cache_creation_tokens=800,
-            cost_usd=Decimal("9999999999.12345678"),
+            cost_usd=Decimal(COST_MAX) - Decimal("0.00000001"),
             duration_ms=2345,
         ),
         # No session of this key: the agent's alone; the largest text the columns hold, quotes and non-ASCII.

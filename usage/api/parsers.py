@@ -18,7 +18,7 @@ class RawBody:
 
 class _RawParser(BaseParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.API_MAX_BODY_BYTES
+        limit = settings.OTLP_MAX_BODY_BYTES
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
         if declared and declared.isdigit() and int(declared) > limit:

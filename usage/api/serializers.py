@@ -33,7 +33,9 @@ class UsageGroupOutput(serializers.Serializer):
     cache_creation_tokens = serializers.IntegerField()
     cost_usd = serializers.DecimalField(max_digits=24, decimal_places=8, help_text="US dollars, as a string.")
     requests = serializers.IntegerField(help_text="Model requests (api_request records, model-call spans).")
-    tool_calls = serializers.IntegerField(help_text="Tool calls (execute_tool spans).")
+    tool_calls = serializers.IntegerField(
+        help_text="Tool calls: those the hook recorded (Claude Code's) and execute_tool spans, each once."
+    )
 
 
 class UsageRollupOutput(serializers.Serializer):

@@ -53,12 +53,16 @@ def _otlp_schema(signal: otlp.Signal, resources: str, rejected: str, what: str):
             (200, otlp.JSON): answer,
             (200, otlp.PROTOBUF): OpenApiTypes.BINARY,
             400: OpenApiResponse(_STATUS_SCHEMA, description="A body that is not what it says it is."),
-            413: OpenApiResponse(_STATUS_SCHEMA, description="Over API_MAX_BODY_BYTES (also once inflated)."),
+            413: OpenApiResponse(
+                _STATUS_SCHEMA,
+                description="Over OTLP_MAX_BODY_BYTES (also once inflated) or OTLP_MAX_RECORDS; the message says which.",
+            ),
         },
         summary=f"OTLP/HTTP {signal.name} receiver (an agent's key in the exporter's Authorization header)",
         description=f"Point an OpenTelemetry exporter at `/api/v1/otlp` ({what}). The body is protobuf "
         "(application/x-protobuf) or OTLP JSON (application/json), optionally with Content-Encoding: gzip, at "
-        "most API_MAX_BODY_BYTES before and after inflating. The export response (200) is in the request's own "
+        "most OTLP_MAX_BODY_BYTES (4 MiB) before and after inflating, with at most OTLP_MAX_RECORDS (10,000) log "
+        "records, spans or data points. The export response (200) is in the request's own "
         "encoding; a bad body (400) or one too large (413) is answered with a google.rpc.Status in JSON. An export "
         "resent after a lost answer adds nothing twice.",
     )
@@ -78,13 +82,17 @@ class _OtlpView(APIView):
         encoding = raw.encoding if isinstance(raw, RawBody) else _empty_body_encoding(request)
         try:
             if isinstance(raw, RawBody) and raw.too_large:
-                raise otlp.BodyInvalid(f"The body is over {settings.API_MAX_BODY_BYTES} bytes.", status=413)
+                raise otlp.BodyInvalid(
+                    f"The body is over {settings.OTLP_MAX_BODY_BYTES} bytes (OTLP_MAX_BODY_BYTES): send it in smaller "
+                    "batches.",
+                    status=413,
+                )
             body = otlp.inflate(
                 raw.data if isinstance(raw, RawBody) else b"",
                 content_encoding=request.headers.get("Content-Encoding", ""),
-                limit=settings.API_MAX_BODY_BYTES,
+                limit=settings.OTLP_MAX_BODY_BYTES,
             )
-            message = otlp.decode(self.signal, body, encoding=encoding)
+            message = otlp.decode(self.signal, body, encoding=encoding, max_records=settings.OTLP_MAX_RECORDS)
         except otlp.BodyInvalid as exc:
             if exc.status == 415:
                 raise UnsupportedMediaType(request.content_type, detail=exc.message) from None

@@ -57,7 +57,7 @@ class RepositoryWorktreesView(APIView):
 class WorktreeDetailView(APIView):
     @extend_schema(responses=s.WorktreeDetailOutput, summary="Read a worktree with its git status and holder")
     def get(self, request, worktree_id: int):
-        worktree = selectors.worktree_get(worktree_id=worktree_id)
+        worktree = selectors.worktree_get_for_actor(actor=actor_from_request(request), worktree_id=worktree_id)
         status = monitor.worktree_status(worktree=worktree)
         return Response(s.WorktreeDetailOutput(worktree, context={"status": status}).data)
 

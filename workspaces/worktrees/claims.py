@@ -36,6 +36,7 @@ from workspaces.worktrees.services import (
     event_payload,
     holder_label,
     refuse_if_lease_lost,
+    require_run_scope,
     worktree_locked,
 )
 
@@ -69,6 +70,7 @@ def worktree_claim(*, actor: Actor, agent: Agent, worktree: Worktree | int, wait
     # transaction or the row lock (a refusal changes nothing, and the read is a moment at which
     # the worktree was held). A free worktree with an empty queue is then taken in one statement.
     seen = _claim_row(worktree_id, lock=False)
+    require_run_scope(actor=actor, worktree=seen)
     now = timezone.now()
     if not wait and _held_by_other(seen, agent=agent, now=now):
         raise _refusal(seen, waiting=seen.waiting)
@@ -336,6 +338,7 @@ def worktree_release(*, actor: Actor, worktree: Worktree | int) -> Worktree:
     """
     worktree_id = worktree if isinstance(worktree, int) else worktree.pk
     seen = _claim_row(worktree_id, lock=False, active=False)
+    require_run_scope(actor=actor, worktree=seen)
     now = timezone.now()
     # The holder releasing with nobody waiting: one statement. Staff, a queue, an expired lease
     # or someone else's release are decided (or refused) under the lock.

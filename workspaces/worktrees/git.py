@@ -53,6 +53,27 @@ def git_run(folder: str | Path, *args: str, timeout: float = LOCAL_TIMEOUT_SECON
     return done.stdout
 
 
+def git_output(
+    folder: str | Path, *args: str, stdin: bytes | None = None, timeout: float = LOCAL_TIMEOUT_SECONDS
+) -> bytes:
+    """``git_run`` returning git's bytes as they are: a diff's content is whatever the files hold
+    (not always UTF-8), so the caller decodes it, never the locale."""
+    command = [settings.GIT_BINARY, "-C", str(folder), *args]
+    try:
+        done = subprocess.run(
+            command, input=stdin, capture_output=True, timeout=timeout, env=_environment(), check=False
+        )
+    except FileNotFoundError:
+        raise DomainError(f"The git program ({settings.GIT_BINARY!r}) is not installed.", code="conflict") from None
+    except subprocess.TimeoutExpired:
+        raise DomainError(f"git {args[0]} took longer than {timeout:g} s and was stopped.", code="conflict") from None
+    if done.returncode != 0:
+        stderr = done.stderr.decode("utf-8", "replace")
+        message = stderr.strip() or f"exit code {done.returncode}"
+        raise DomainError(f"git {args[0]} failed: {message}", code="conflict", extra={"git_stderr": stderr})
+    return done.stdout
+
+
 def git_succeeds(folder: str | Path, *args: str) -> bool:
     try:
         git_run(folder, *args)

@@ -14,7 +14,14 @@ from config.actors import Actor
 from config.api.errors import DomainError
 from workspaces.models import Repository, Worktree
 from workspaces.worktrees import git
-from workspaces.worktrees.services import NAME_MAX_LENGTH, REMOVE_FORCE, TYPE_MAX_LENGTH, event, slug_check
+from workspaces.worktrees.services import (
+    NAME_MAX_LENGTH,
+    REMOVE_FORCE,
+    TYPE_MAX_LENGTH,
+    event,
+    path_controls_refuse,
+    slug_check,
+)
 
 PATH_MAX_LENGTH = 4096
 REPORTED_CHANGES = 200  # uncommitted changes kept per worktree report
@@ -23,8 +30,9 @@ REPORTED_CHANGES = 200  # uncommitted changes kept per worktree report
 def _host_path_check(path: object, *, field: str) -> str:
     """An absolute, already-normalised path on the runner's host: the server cannot resolve links
     there, so it takes the runner's canonical path as given and only refuses ambiguous spellings."""
-    if not isinstance(path, str) or not path or "\x00" in path or len(path) > PATH_MAX_LENGTH:
+    if not isinstance(path, str) or not path or len(path) > PATH_MAX_LENGTH:
         raise DomainError(f"{field} must be the absolute path of a folder on the runner's machine.")
+    path_controls_refuse(path, field=field)
     if not path.startswith("/") or posixpath.normpath(path) != path or path == "/":
         raise DomainError(
             f"{field} {path!r} must be absolute and canonical (no '..', '.', '//' or trailing '/'): "
@@ -88,7 +96,8 @@ def worktree_register_on_runner(
     folder = f"{type}-{name}"
     real_path = posixpath.join(posixpath.dirname(repository.path), folder)
     with transaction.atomic():
-        found = Worktree.objects.select_for_update().filter(real_path=real_path).first()
+        # This runner's folders only: its paths are its own namespace, not the server's or another runner's.
+        found = Worktree.objects.select_for_update().filter(real_path=real_path, runner=runner).first()
         if found is not None and found.repository_id != repository.pk:
             raise DomainError(
                 f"{real_path} is a worktree of another repository (id {found.repository_id}).", code="conflict"
@@ -104,7 +113,7 @@ def worktree_register_on_runner(
         try:
             with transaction.atomic():
                 worktree = Worktree.objects.create(
-                    repository=repository, type=type, name=name, branch=folder, real_path=real_path
+                    repository=repository, type=type, name=name, branch=folder, real_path=real_path, runner=runner
                 )
         except IntegrityError:  # the same type and name under another spelling of the folder
             raise DomainError(f"Worktree {folder} of {repository.name} exists under another name.", code="conflict")

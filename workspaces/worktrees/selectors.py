@@ -2,7 +2,9 @@
 
 from django.db.models import Count, Q, QuerySet
 
+from config.actors import Actor
 from config.api.errors import DomainError
+from config.run_scope import require_worktree
 from workspaces.models import Repository, Worktree, WorktreeClaimRequest
 from workspaces.worktrees.status import worktree_statuses
 
@@ -51,6 +53,13 @@ def worktree_get(*, worktree_id: int) -> Worktree:
     worktree = Worktree.objects.select_related("repository__runner", "holder").filter(pk=worktree_id).first()
     if worktree is None:
         raise DomainError(f"Worktree {worktree_id} not found.", code="not_found")
+    return worktree
+
+
+def worktree_get_for_actor(*, actor: Actor, worktree_id: int) -> Worktree:
+    """The worktree (404), if the actor may read it (403): any, but a per-run key only its run's."""
+    worktree = worktree_get(worktree_id=worktree_id)
+    require_worktree(actor=actor, worktree_id=worktree.pk, repository_id=worktree.repository_id, name=worktree.name)
     return worktree
 
 

@@ -10,6 +10,7 @@ Claims, leases and the queue are in ``worktree_claims``; the monitor page's stat
 
 import os
 import re
+import unicodedata
 from datetime import datetime
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from django.utils.text import slugify
 
 from config.actors import Actor
 from config.api.errors import LEASE_LOST, DomainError
+from config.run_scope import require_worktree
 from ledger.events import event_record
 from ledger.models import Event
 from sessions_app.models import Agent
@@ -38,10 +40,26 @@ REMOVE_FORCE = "remove_force"  # in ``Worktree.reported``: a forced removal its 
 # --- Repositories ---------------------------------------------------------------------------
 
 
+# Bidirectional overrides and isolates: they make a path read as another on a page or in a terminal.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def path_controls_refuse(path: str, *, field: str) -> None:
+    """400 for a path holding a control character (C0, DEL, C1) or a bidirectional control: no real
+    clone needs one, and each lets a path pass for another in a log line, a page or a terminal."""
+    found = next((c for c in path if unicodedata.category(c) == "Cc" or c in _BIDI_CONTROLS), None)
+    if found is not None:
+        raise DomainError(
+            f"{field} holds the control character U+{ord(found):04X}; give the folder's path without control characters.",
+            extra={"errors": {field: [f"Control character U+{ord(found):04X}."]}},
+        )
+
+
 def repository_path_check(*, path: str) -> str:
     """The canonical real path of the clone at ``path``; 400 unless it is the top of a main clone."""
-    if not isinstance(path, str) or not path.strip() or "\x00" in path:
+    if not isinstance(path, str) or not path.strip():
         raise DomainError("Give the path of a local git clone.")
+    path_controls_refuse(path, field="path")
     real = os.path.realpath(os.path.expanduser(path.strip()))
     top = git.git_toplevel(real)
     if top != real:
@@ -146,7 +164,7 @@ def worktree_folder_path(*, repository: Repository, folder: str) -> str:
 def _worktree_existing(*, repository: Repository, type: str, name: str, real_path: str) -> Worktree | None:
     """The row for this folder, else the row for this type and name; 409 if the folder is
     another repository's worktree (two clones that share a parent folder)."""
-    found = Worktree.objects.filter(real_path=real_path).first()
+    found = Worktree.objects.filter(real_path=real_path, runner__isnull=True).first()  # the server's folders
     if found is not None and found.repository_id != repository.pk:
         raise DomainError(
             f"{real_path} is a worktree of another repository (id {found.repository_id}).", code="conflict"
@@ -174,6 +192,7 @@ def worktree_create(
         raise DomainError("Only agents and staff create worktrees.", code="forbidden")
     type = slug_check(type, field="type", max_length=TYPE_MAX_LENGTH)
     name = slug_check(name, field="name", max_length=NAME_MAX_LENGTH)
+    require_worktree(actor=actor, worktree_id=None, repository_id=repository.pk, name=name)
     if ref is not None and pr_number is not None:
         raise DomainError("Give a ref or a pr_number, not both.")
     if ref is not None:
@@ -314,8 +333,16 @@ def holder_label(worktree: Worktree) -> str:
     return Agent.objects.filter(pk=worktree.holder_id).values_list("slug", flat=True).first() or "nobody"
 
 
+def require_run_scope(*, actor: Actor, worktree: Worktree) -> None:
+    """403 for a per-run key on any worktree but its run's (SPEC §8; the rule is the Actor's). Its
+    agent row is shared by every run of the provider on the runner: holding is not enough."""
+    require_worktree(actor=actor, worktree_id=worktree.pk, repository_id=worktree.repository_id, name=worktree.name)
+
+
 def check_may_change(*, actor: Actor, worktree: Worktree, now: datetime, verb: str) -> None:
-    """Staff may change any worktree; an agent only one it holds on a lease that has not expired."""
+    """Staff may change any worktree; an agent only one it holds on a lease that has not expired
+    (and a per-run key only its run's)."""
+    require_run_scope(actor=actor, worktree=worktree)
     if actor.is_staff:
         return
     if actor.agent is None:
@@ -445,6 +472,7 @@ def worktree_remove(*, actor: Actor, worktree: Worktree, force: bool = False) ->
     lists as a linked worktree of this repository is removed: never the main clone.
     """
     worktree = Worktree.objects.select_related("repository").get(pk=worktree.pk)
+    require_run_scope(actor=actor, worktree=worktree)  # before the retry's answer too
     if worktree.status == Worktree.Status.REMOVED:
         return worktree, False  # a retry: the holder's claim ended with the first call
     check_may_change(actor=actor, worktree=worktree, now=timezone.now(), verb="remove")

@@ -10,7 +10,7 @@ Where the agent keeps its session and its open question between calls is the tra
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
@@ -36,6 +36,9 @@ from switchyard_client.mcp.schemas import (
 
 POLL_SECONDS = 1.0
 MAX_WAIT_SECONDS = 600
+# Worker threads the waits' answer polls share, apart from anyio's default pool (40): however many
+# asks wait, the threads other calls need (the web app's key check, every other tool) stay free.
+POLL_THREADS = 8
 INSTRUCTIONS = (
     "Switchyard tracks your work: claim a task, report progress and milestones, checkpoint your "
     "state so you can resume after a crash, write work products into your workspace, hold a git "
@@ -84,8 +87,9 @@ class Agent:
                 return str(payload["answer"])
         return None
 
-    def ask(self, question: str, wait_seconds: float) -> tuple[int, str | None]:
-        """Post the question, wait up to ``wait_seconds`` for its answer: (the question's seq, the answer)."""
+    def ask(self, question: str) -> int:
+        """Post the question and move the session to waiting_for_input: the question's seq. Waiting
+        for its answer is the tool's (``_asker``: on the event loop, not in a thread)."""
         session_id = self.session()
         event = self.client.event_append(session_id, "input_request", {"question": question})
         self.memory.question_seq = event["seq"]
@@ -94,12 +98,7 @@ class Agent:
         # (moving to the status it has is a no-op).
         self.client.session_transition(session_id, "running")
         self.client.session_transition(session_id, "waiting_for_input", reason="asked the product owner")
-        deadline = time.monotonic() + max(0.0, min(wait_seconds, MAX_WAIT_SECONDS))
-        while True:
-            answer = self.answer()
-            if answer is not None or time.monotonic() >= deadline:
-                return event["seq"], answer
-            time.sleep(POLL_SECONDS)
+        return event["seq"]
 
 
 # How a tool finds its agent: the stdio server has one; the web app builds one per call from the
@@ -107,6 +106,11 @@ class Agent:
 AgentFor = Callable[[Mapping[str, str] | None], Agent]
 # A tool's body run for the calling agent (off the event loop), as _tool_runner makes it.
 Run = Callable[..., Awaitable[CallToolResult]]
+# The slot a waiting ask holds, from the request's headers: the web app caps the waits of one key
+# (raising ToolError past the cap); None (stdio, one agent) caps nothing.
+WaitGate = Callable[[Mapping[str, str] | None], contextlib.AbstractAsyncContextManager]
+# An ask and its wait for the calling agent, as _asker makes it: (the question's seq, the answer).
+Ask = Callable[[Context, str, float], Awaitable[tuple[int, str | None]]]
 
 
 def _result(summary: str, obj: Any) -> CallToolResult:
@@ -135,15 +139,18 @@ def _answer_summary(answer: AnswerOut) -> str:
     return "No answer yet."
 
 
-def build_tools_server(agent_for: AgentFor, *, closes_agent: bool = False) -> MCPServer:
+def build_tools_server(
+    agent_for: AgentFor, *, closes_agent: bool = False, wait_gate: WaitGate | None = None
+) -> MCPServer:
     """An ``MCPServer`` with every Switchyard tool; ``agent_for`` gives the agent of a call (from the
-    HTTP request's headers, or None over stdio). ``closes_agent``: close its client after the call."""
+    HTTP request's headers, or None over stdio). ``closes_agent``: close its client after the call.
+    ``wait_gate``: the slot each waiting ask_product_owner holds (WaitGate)."""
     server = MCPServer("switchyard", instructions=INSTRUCTIONS)
     run = _tool_runner(agent_for, closes_agent=closes_agent)
     _task_tools(server, run)
     _session_tools(server, run)
     _worktree_tools(server, run)
-    _question_tools(server, run)
+    _question_tools(server, run, _asker(agent_for, closes_agent=closes_agent, wait_gate=wait_gate))
     return server
 
 
@@ -173,6 +180,39 @@ def _tool_runner(agent_for: AgentFor, *, closes_agent: bool) -> Run:
         return await anyio.to_thread.run_sync(blocking)
 
     return run
+
+
+def _asker(agent_for: AgentFor, *, closes_agent: bool, wait_gate: WaitGate | None) -> Ask:
+    """ask_product_owner's body. The question is posted in a worker thread; the wait for its answer is
+    on the event loop (anyio.sleep between polls), each poll a short call in a limiter of its own
+    (POLL_THREADS). A wait held a worker thread before: 40 of them stalled every other agent's
+    calls on the web app (issue 24)."""
+    limiters: list[anyio.CapacityLimiter] = []  # made on first use, inside the event loop
+
+    async def ask(ctx: Context, question: str, wait_seconds: float) -> tuple[int, str | None]:
+        headers = ctx.headers if ctx is not None else None
+        wait = max(0.0, min(wait_seconds, MAX_WAIT_SECONDS))  # NaN is no wait
+        waits = wait > 0 and wait_gate is not None
+        async with wait_gate(headers) if waits else contextlib.nullcontext():
+            agent = await anyio.to_thread.run_sync(agent_for, headers)
+            try:
+                seq = await anyio.to_thread.run_sync(agent.ask, question)
+                if not limiters:
+                    limiters.append(anyio.CapacityLimiter(POLL_THREADS))
+                deadline = anyio.current_time() + wait
+                while True:
+                    answer = await anyio.to_thread.run_sync(agent.answer, limiter=limiters[0])
+                    left = deadline - anyio.current_time()
+                    if answer is not None or left <= 0:
+                        return seq, answer
+                    await anyio.sleep(min(POLL_SECONDS, left))
+            except SwitchyardError as exc:
+                raise ToolError(str(exc)) from exc
+            finally:
+                if closes_agent:
+                    agent.client.close()
+
+    return ask
 
 
 def _task_tools(server: MCPServer, run: Run) -> None:
@@ -296,7 +336,7 @@ def _worktree_tools(server: MCPServer, run: Run) -> None:
         return await run(ctx, work)
 
 
-def _question_tools(server: MCPServer, run: Run) -> None:
+def _question_tools(server: MCPServer, run: Run, ask: Ask) -> None:
     """Questions to the product owner and their answers."""
 
     @server.tool()
@@ -306,16 +346,13 @@ def _question_tools(server: MCPServer, run: Run) -> None:
         """Ask the product owner a question and wait (up to wait_seconds) for the answer typed on your
         session page. If it has not come by then, keep working: it arrives with a later tool result."""
 
-        def work(agent: Agent) -> CallToolResult:
-            seq, answer = agent.ask(question, wait_seconds)
-            out = AnswerOut(question_seq=seq, answered=answer is not None, answer=answer)
-            if answer is None:
-                return _result(
-                    "Asked. No answer yet: it will come back with one of your next tool calls.", out.model_dump()
-                )
-            return _result(_answer_summary(out), out.model_dump())
-
-        return await run(ctx, work, deliver_answer=False)
+        seq, answer = await ask(ctx, question, wait_seconds)
+        out = AnswerOut(question_seq=seq, answered=answer is not None, answer=answer)
+        if answer is None:
+            return _result(
+                "Asked. No answer yet: it will come back with one of your next tool calls.", out.model_dump()
+            )
+        return _result(_answer_summary(out), out.model_dump())
 
     @server.tool()
     async def check_answer(ctx: Context) -> Annotated[CallToolResult, AnswerOut]:

@@ -41,7 +41,7 @@ config file (TOML; default ./switchyard-runner.toml, see switchyard-runner.examp
   url = "http://127.0.0.1:8000"        # or $SWITCHYARD_URL
   key = "sy_..."                       # or $SWITCHYARD_RUNNER_KEY (manage.py create_runner_key NAME)
   name = "build-1"                     # default: the host name
-  labels = ["linux", "gpu"]            # a task labelled runner:gpu needs label gpu
+  labels = ["linux", "gpu"]            # a task labelled runner:gpu needs label gpu; only the key's count
   capacity = 2                         # runs at once
   root = "var/runner"                  # running-jobs/ (logs), runs/ (state), otlp-spool/ (telemetry not
                                        #   yet delivered); relative to the file

@@ -261,6 +261,7 @@ class Runner:
             answer = self.heartbeat(reports)
             if answer is None and self.stop.wait(2):
                 return False
+        self._labels_check(answer)
         held = {item["id"]: item for item in answer.get("held") or []}
         dropped = set(answer.get("dropped") or [])
         for state in states:
@@ -318,6 +319,17 @@ class Runner:
             # The server answers at once while a cancel is pending; don't spin while the agent stops.
             if answer.get("cancel") and not self._cancel(answer["cancel"]) and not answer.get("runs"):
                 self.stop.wait(0.5)
+
+    def _labels_check(self, answer: dict[str, Any]) -> None:
+        """Say which configured labels the server ignores: a runner's labels are its key's."""
+        granted = (answer.get("runner") or {}).get("labels")
+        missing = [label for label in self.config.labels if isinstance(granted, list) and label not in granted]
+        if missing:
+            self.console.say(
+                f"labels {', '.join(missing)} ignored: this runner's labels are its key's "
+                f"({', '.join(granted) or 'none'}); give it more with "
+                f"`manage.py create_runner_key {self.config.name} --label ...` on the server"
+            )
 
     def run(self) -> int:
         names = ", ".join(self.providers) or "none"

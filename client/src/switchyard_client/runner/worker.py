@@ -221,8 +221,8 @@ class RunWorker:
             prompt=prompt,
             hook_dir=hook_dir,
         )
-        given = prompt.encode() if provider.prompt_stdin else None  # the prompt as data, never an option
         self._watchdog_stop()  # a resumed run's old one, if it still waits for a deadline
+        given = prompt.encode() if provider.prompt_stdin else None  # the prompt as data, never an option
         self.popen = spawn(
             argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path), stdin=given
         )

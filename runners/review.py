@@ -1,0 +1,211 @@
+"""Reviewing a task's change (SPEC §10): who may read it, comments on its lines, and the decisions
+(approve; request changes, which queues a run continuing the same agent session on the same branch,
+or a fresh session of another provider).
+
+Readers: people (the API lets in staff and the board's groups), an ``orchestrate`` key, and the
+task's own run keys (a review run comments through one). Deciders: people and ``orchestrate`` keys
+only; an agent never approves or redirects work, its own or another's.
+"""
+
+from django.db import transaction
+from django.db.models import QuerySet
+
+from board.live import board_push_tasks
+from board.models import Task
+from config.actors import Actor
+from config.api.errors import DomainError
+from ledger.events import event_record
+from runners.models import ReviewComment, Run, TaskReview
+from runners.services import run_queue, run_queue_follow_up
+from runners.task_diff import TaskChange, diff_lines, task_change
+from workspaces.models import Worktree
+
+D = TaskReview.Decision
+COMMENTS_MAX = 200
+
+
+def _is_run_key_of(actor: Actor, task: Task) -> bool:
+    work = actor.bound_work
+    return work is not None and work.task_id == task.pk
+
+
+def require_change_reader(*, actor: Actor, task: Task) -> None:
+    if actor.agent is None or actor.can_orchestrate or _is_run_key_of(actor, task):
+        return
+    raise DomainError(
+        f"Task {task.pk}'s change is for people, an 'orchestrate' key and the task's own runs; "
+        f"agent {actor.agent.slug} is none of them.",
+        code="forbidden",
+    )
+
+
+def require_reviewer(*, actor: Actor, task: Task) -> None:
+    if actor.agent is None or (actor.can_orchestrate and actor.bound_session_id is None):
+        return
+    raise DomainError(
+        f"Reviewing task {task.pk} needs a person or an agent key with the 'orchestrate' scope; "
+        "an agent's or a run's key may not approve or request changes.",
+        code="forbidden",
+    )
+
+
+def review_latest(*, task: Task) -> TaskReview | None:
+    """The task's review state: its newest decision (an approval holds for the head it was made on)."""
+    return TaskReview.objects.filter(task=task).order_by("-created_at", "-id").first()
+
+
+def comment_list(*, task: Task) -> QuerySet[ReviewComment]:
+    return ReviewComment.objects.filter(task=task).order_by("created_at", "id")
+
+
+def _check_comments(*, change: TaskChange, comments: list[dict]) -> None:
+    """Each comment's path is a file of the change and its line one the diff shows; else 400 naming it."""
+    files = {f.path: f for f in change.files}
+    for f in change.files:
+        if f.old_path:
+            files.setdefault(f.old_path, f)
+    for number, comment in enumerate(comments):
+        path, line = comment["path"], comment.get("line")
+        item = files.get(path)
+        if item is None:
+            raise DomainError(
+                f"Comment {number + 1}: {path!r} is not a file of task {change.task_id}'s change.",
+                extra={"errors": {"path": [f"{path!r} is not in the diff."]}},
+            )
+        if line is None:
+            continue
+        if item.too_large:
+            raise DomainError(
+                f"Comment {number + 1}: {path!r} is not shown ({item.too_large}); comment on the whole file (no line).",
+                extra={"errors": {"line": [f"{path!r} has no lines shown."]}},
+            )
+        if line not in diff_lines(item):
+            raise DomainError(
+                f"Comment {number + 1}: line {line} of {path!r} is not in the diff; comment on a line it shows.",
+                extra={"errors": {"line": [f"Line {line} of {path!r} is not in the diff."]}},
+            )
+
+
+def _author(actor: Actor) -> dict:
+    return {"user": actor.user if actor.agent is None else None, "agent": actor.agent}
+
+
+def _run_of(actor: Actor, task: Task) -> Run | None:
+    if not _is_run_key_of(actor, task):
+        return None
+    return Run.objects.filter(task=task, session_id=actor.bound_session_id).order_by("-created_at").first()
+
+
+@transaction.atomic
+def comment_create(*, actor: Actor, task: Task, path: str, line: int | None, body: str) -> ReviewComment:
+    """A comment on ``path`` (at ``line``, or the whole file) of the task's change as it is now."""
+    require_change_reader(actor=actor, task=task)
+    comment = {"path": path, "line": line, "body": body}
+    _check_comments(change=task_change(task=task), comments=[comment])
+    created = ReviewComment.objects.create(
+        task=task, author=actor.label, run=_run_of(actor, task), **_author(actor), **comment
+    )
+    event_record(
+        name="task.commented",
+        subject_type="task",
+        subject_id=task.pk,
+        actor=actor.label,
+        payload={"comment": created.pk, "path": path, "line": line},
+    )
+    board_push_tasks(task_ids=[task.pk])
+    return created
+
+
+def _has_branch(task: Task) -> bool:
+    """The task's branch exists: in the server's clone (read), or on a runner (its worktree row)."""
+    if task.repository is not None and task.repository.runner_id is not None:
+        return Worktree.objects.filter(
+            repository_id=task.repository_id, name=str(task.pk), status=Worktree.Status.ACTIVE
+        ).exists()
+    return True  # task_change below refuses a missing one with its own 409
+
+
+def follow_up_prompt(*, message: str, comments: list[dict]) -> str:
+    """What the agent is told: the message, then each comment under its place."""
+    parts = [message.strip()] if message.strip() else []
+    if comments:
+        lines = []
+        for comment in comments:
+            where = comment["path"] + (f":{comment['line']}" if comment.get("line") else "")
+            lines.append(f"- {where}: {comment['body'].strip()}")
+        parts.append("Review comments:\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+@transaction.atomic
+def task_review(
+    *,
+    actor: Actor,
+    task: Task,
+    decision: str,
+    message: str = "",
+    comments: list[dict] | None = None,
+    provider: str | None = None,
+) -> TaskReview:
+    """Approve the task's change, or request changes: a run continuing the latest run's session
+    (``provider`` given: a fresh session of that provider) with the message and comments as its
+    prompt. 409 when the task has no run, a run still going, or no branch; nothing is written then."""
+    require_reviewer(actor=actor, task=task)
+    comments = comments or []
+    task = Task.objects.select_for_update(of=("self",)).select_related("repository__runner").get(pk=task.pk)
+    active = Run.objects.filter(task=task, status__in=Run.ACTIVE).values_list("pk", "status").first()
+    if active is not None:
+        raise DomainError(
+            f"Task {task.pk}'s run {active[0]} is still {active[1]}; review its change once it has ended.",
+            code="conflict",
+            extra={"run": active[0]},
+        )
+    runs = Run.objects.filter(task=task).order_by("-created_at", "-id")
+    latest = runs.filter(session__isnull=False).first() or runs.first()
+    if latest is None:
+        raise DomainError(f"Task {task.pk} has no run yet, so there is no change to review.", code="conflict")
+    if not _has_branch(task):
+        raise DomainError(f"Task {task.pk} has no branch yet: its runs made no worktree.", code="conflict")
+    head = ""
+    if task.repository is None or task.repository.runner_id is None:
+        change = task_change(task=task)
+        head = change.head_commit
+        _check_comments(change=change, comments=comments)
+    elif comments:
+        raise DomainError(
+            f"Task {task.pk}'s change lives on runner {task.repository.runner.name}; line comments need a diff the "
+            "server can read. Put them in the message.",
+            code="conflict",
+        )
+    if decision == D.REQUEST_CHANGES and not (message.strip() or comments):
+        raise DomainError(
+            "Requesting changes needs a message or comments: they are the agent's prompt.",
+            extra={"errors": {"message": ["Say what to change."]}},
+        )
+    review = TaskReview.objects.create(
+        task=task,
+        decision=decision,
+        reviewer=actor.label,
+        user=actor.user if actor.agent is None else None,
+        message=message,
+        head_commit=head,
+    )
+    if decision == D.REQUEST_CHANGES:
+        prompt = follow_up_prompt(message=message, comments=comments)
+        if provider:
+            review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt)
+        else:
+            review.run = run_queue_follow_up(actor=actor, previous=latest, prompt=prompt)
+        review.save(update_fields=["run", "updated_at"])
+        ReviewComment.objects.bulk_create(
+            ReviewComment(task=task, author=actor.label, review=review, **_author(actor), **c) for c in comments
+        )
+    event_record(
+        name="task.reviewed",
+        subject_type="task",
+        subject_id=task.pk,
+        actor=actor.label,
+        payload={"decision": decision, "run": review.run_id, "head": head, "comments": len(comments)},
+    )
+    board_push_tasks(task_ids=[task.pk])
+    return review
