@@ -17,6 +17,7 @@ export taken. Without a keeper (the relay's own tests), the listener is a thread
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from switchyard_client.runner.otlp_forward import Forwarder
 from switchyard_client.runner.otlp_keeper import keeper_ensure, runner_pid_write
 from switchyard_client.runner.otlp_listen import Server, bind, saved_port
 from switchyard_client.runner.otlp_spool import OtlpSpool
+from switchyard_client.runner.state import pid_start_time
 
 SETTLE_ON_STOP = 5.0  # a stopping runner waits this long for a run's last exports
 
@@ -64,6 +66,8 @@ class OtlpRelay:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        if self.keeper and pid_start_time(os.getpid()) is None:
+            self.keeper = False  # no /proc: a keeper could not tell a live runner or agent, so none
         if self.keeper:
             runner_pid_write(self.root)  # the keeper stays while this process (or an agent) lives
             self.port = keeper_ensure(self.root)
