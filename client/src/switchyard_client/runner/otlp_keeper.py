@@ -111,6 +111,7 @@ def keeper_ensure(root: Path) -> int:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
+        env={k: v for k, v in os.environ.items() if k not in ("SWITCHYARD_RUNNER_KEY", "SWITCHYARD_KEY")},
     )
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
