@@ -48,19 +48,16 @@ def usage_rollup(
     span of a session is in both (usage.tool_spans): the ledger's copy, named by CLIENT_ID_PREFIX, is
     left out there."""
     visible = usage_visible_to(actor=actor)
-    filters = Q()
-    if since is not None:
-        filters &= Q(occurred_at__gte=since)
-    if until is not None:
-        filters &= Q(occurred_at__lt=until)
-    if agent:
-        filters &= Q(agent__slug=agent)
-    if task is not None:
-        filters &= Q(task_id=task)
-    if campaign is not None:
-        filters &= Q(task__campaign_id=campaign)
-    if session:
-        filters &= Q(session_id=session)
+    filters = _rollup_filters(
+        when="occurred_at",
+        task_of="",
+        since=since,
+        until=until,
+        agent=agent,
+        task=task,
+        campaign=campaign,
+        session=session,
+    )
     queryset = visible.filter(filters)
     if group_by == "day":
         queryset = queryset.annotate(day=TruncDate("occurred_at"))
@@ -101,6 +98,25 @@ def usage_rollup(
     return [groups[k] for k in order]
 
 
+def _rollup_filters(*, when: str, task_of: str, since, until, agent, task, campaign, session) -> Q:
+    """The rollup's filters on usage rows (``task_of`` "") or on the ledger's tool calls, whose task is
+    their session's (``task_of`` "session__"); ``when`` is the field the time window applies to."""
+    filters = Q()
+    if since is not None:
+        filters &= Q(**{f"{when}__gte": since})
+    if until is not None:
+        filters &= Q(**{f"{when}__lt": until})
+    if agent:
+        filters &= Q(agent__slug=agent)
+    if task is not None:
+        filters &= Q(**{f"{task_of}task_id": task})
+    if campaign is not None:
+        filters &= Q(**{f"{task_of}task__campaign_id": campaign})
+    if session:
+        filters &= Q(session_id=session)
+    return filters
+
+
 def _ledger_tool_calls(
     *, actor: Actor, group_by: str, since, until, agent, task, campaign, session
 ) -> list[tuple[object, str | None, int]]:
@@ -109,19 +125,16 @@ def _ledger_tool_calls(
     calls = ToolInvocation.objects.exclude(client_id__startswith=CLIENT_ID_PREFIX)
     if not (actor.is_staff or actor.can_orchestrate):
         calls = calls.filter(agent=actor.agent)
-    filters = Q()
-    if since is not None:
-        filters &= Q(started_at__gte=since)
-    if until is not None:
-        filters &= Q(started_at__lt=until)
-    if agent:
-        filters &= Q(agent__slug=agent)
-    if task is not None:
-        filters &= Q(session__task_id=task)
-    if campaign is not None:
-        filters &= Q(session__task__campaign_id=campaign)
-    if session:
-        filters &= Q(session_id=session)
+    filters = _rollup_filters(
+        when="started_at",
+        task_of="session__",
+        since=since,
+        until=until,
+        agent=agent,
+        task=task,
+        campaign=campaign,
+        session=session,
+    )
     calls = calls.filter(filters)
     if group_by == "day":
         calls = calls.annotate(day=TruncDate("started_at"))
