@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 
 from config.actors import Actor
 from config.api.errors import DomainError
-from runners.models import Run, Runner
+from runners.models import ReviewComment, Run, Runner, TaskReview
 from runners.selectors import runner_list
 from runners.services import run_cancel
 from sessions_app.admin import ReadOnlyAdmin, report_counts
@@ -79,3 +79,30 @@ class RunAdmin(ReadOnlyAdmin):
                 continue
             done += 1
         report_counts(request, f"{done} run(s) cancelled or asked to stop", already_ended=ended)
+
+
+@admin.register(TaskReview)
+class TaskReviewAdmin(ReadOnlyAdmin):
+    """Review decisions (POST /tasks/{id}/review/): a record of who decided what, written by the service."""
+
+    list_display = ("id", "task", "decision", "reviewer", "head_commit", "run", "created_at")
+    list_select_related = ("task", "run")
+    list_filter = ("decision",)
+    search_fields = ("task__title", "reviewer", "message", "head_commit")
+    ordering = ("-created_at", "-id")
+    date_hierarchy = "created_at"
+
+
+@admin.register(ReviewComment)
+class ReviewCommentAdmin(ReadOnlyAdmin):
+    """Line comments on a task's change, by a person or a review run. An engineer may delete one (an
+    agent's that should not reach the next request for changes); nothing else changes them here."""
+
+    list_display = ("id", "task", "path", "line", "author", "created_at")
+    list_select_related = ("task",)
+    search_fields = ("task__title", "path", "body", "author")
+    ordering = ("-created_at", "-id")
+    date_hierarchy = "created_at"
+
+    def has_delete_permission(self, request, obj=None):
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)  # Django's own permission check

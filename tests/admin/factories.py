@@ -12,7 +12,7 @@ from board.services import task_claim
 from config.actors import SYSTEM, Actor
 from ledger.models import Event, ToolInvocation, WebhookDelivery, WebhookSubscription
 from ledger.webhooks import webhook_subscribe
-from runners.models import Run, Runner
+from runners.models import ReviewComment, Run, Runner, TaskReview
 from runners.services import run_queue, run_transition, runner_key_create
 from sessions_app.keys import api_key_create, api_key_revoke
 from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent, ToolPolicy
@@ -231,6 +231,10 @@ ROW_BUILDERS = {
     WebhookSubscription: lambda: webhook_subscribe(url="https://hooks.example.com/in"),
     Runner: _runner,
     Run: _run,
+    TaskReview: lambda: TaskReview.objects.create(task=TaskFactory(), decision="approve", reviewer="user:admin"),
+    ReviewComment: lambda: ReviewComment.objects.create(
+        task=TaskFactory(), path="src/app.py", line=3, body="<b>why?</b>", author="user:admin"
+    ),
     UsageRecord: lambda: UsageRecord.objects.create(
         agent=AgentFactory(),
         model="claude-sonnet-4-5",
