@@ -15,13 +15,19 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
+
+from django.test import override_settings
 
 from runners.models import Run
 from runners.services import runner_key_create
 from switchyard_client.runner.process import fenced_kill
 from switchyard_client.runner.state import same_process
+from tests.browser.server import ServerProcess
+from tests.worker import FILE_ROOTS
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -167,6 +173,26 @@ class Machine:
             pid, start, _ = (int(n) for n in (self.root / "otlp-relay.pid").read_text().split())
             if same_process(pid, start):
                 os.kill(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def short_lease_server(
+    *, django_db_blocker, server_roots, tmp_path_factory, lease_seconds: int
+) -> Iterator[ServerProcess]:
+    """The app with a short lease and heartbeats every second, so a runner that dies loses its runs
+    within seconds: for a module-scoped fixture (its file roots from tests/client/live.py)."""
+    short = {"RUNNER_LEASE_SECONDS": str(lease_seconds), "RUNNER_HEARTBEAT_SECONDS": "1"}
+    settings = {name: server_roots[name] for name in FILE_ROOTS}
+    with (
+        mock.patch.dict(os.environ, short),
+        django_db_blocker.unblock(),
+        override_settings(**settings, EXPORT_ROOTS=[server_roots["EXPORT_ROOT"]]),
+    ):
+        server = ServerProcess(tmp_path_factory.mktemp("server-log") / "server.log").start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def wait_for(check, *, timeout: float = 30, what: str = "condition", machines=(), interval: float = 0.05):

@@ -10,11 +10,9 @@ import os
 import signal
 import time
 from collections import Counter
-from unittest import mock
 
 import httpx
 import pytest
-from django.test import override_settings
 
 from board.models import Task
 from config.actors import Actor
@@ -23,11 +21,9 @@ from runners.leases import runs_expire_leases
 from runners.models import Run, Runner
 from runners.services import run_queue
 from sessions_app.logs import session_log_parts
-from tests.browser.server import ServerProcess
 from tests.client.live import server_roots  # noqa: F401
 from tests.factories import TaskFactory, UserFactory
-from tests.runners.live_runner import Machine, run_in, wait_for
-from tests.worker import FILE_ROOTS
+from tests.runners.live_runner import Machine, run_in, short_lease_server, wait_for
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
@@ -40,16 +36,13 @@ QUICK = {"command": ["sh", "-c", "echo run $SWITCHYARD_RUN attempt $SWITCHYARD_A
 @pytest.fixture(scope="module")
 def sy_server(django_db_setup, django_db_blocker, server_roots, tmp_path_factory):  # noqa: F811
     """The app with a short lease, so a runner that dies loses its runs within seconds."""
-    short = {"RUNNER_LEASE_SECONDS": str(LEASE_SECONDS), "RUNNER_HEARTBEAT_SECONDS": "1"}
-    settings = {name: server_roots[name] for name in FILE_ROOTS}
-    with (
-        mock.patch.dict(os.environ, short),
-        django_db_blocker.unblock(),
-        override_settings(**settings, EXPORT_ROOTS=[server_roots["EXPORT_ROOT"]]),
-    ):
-        server = ServerProcess(tmp_path_factory.mktemp("server-log") / "server.log").start()
-    yield server
-    server.stop()
+    with short_lease_server(
+        django_db_blocker=django_db_blocker,
+        server_roots=server_roots,
+        tmp_path_factory=tmp_path_factory,
+        lease_seconds=LEASE_SECONDS,
+    ) as server:
+        yield server
 
 
 @pytest.fixture
