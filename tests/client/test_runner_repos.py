@@ -3,6 +3,9 @@
 folder linked in, their reports, and their removal."""
 
 import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -188,3 +191,40 @@ def test_removing_takes_the_links_away_first_and_refuses_uncommitted_work_unless
     assert not path.exists()
     assert worktree_paths(repo) == []
     assert (clone.parent / "sync" / "shop" / ".env").exists()  # the sync folder itself stays
+
+
+def test_a_worktree_waits_while_another_process_changes_the_clones_worktrees(clone):
+    # given another process (the server, or a second runner on this machine) holding the clone
+    repo = repo_of(clone)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX);"
+            " print('held', flush=True); sys.stdin.readline()",
+            str(clone),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        made: list[str] = []
+        maker = threading.Thread(target=lambda: made.append(worktree_add(repo, "task-9")))
+        maker.start()
+
+        # when it still holds the clone, git is not asked; then it lets go
+        maker.join(0.5)
+        assert maker.is_alive()
+        assert not (clone.parent / "task-9").exists()
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+
+        # then the worktree is made
+        maker.join(30)
+        assert made == [str(clone.parent / "task-9")]
+        assert made[0] in worktree_paths(repo)
+    finally:
+        holder.kill()
+        holder.wait()

@@ -6,10 +6,13 @@ transactions serialise writers) and on PostgreSQL (the row lock and the conditio
 """
 
 import random
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
+from django.db import connection
 
 from config.actors import Actor
 from config.api.errors import DomainError
@@ -178,3 +181,73 @@ def test_concurrent_creates_of_one_worktree_make_one_row_and_one_folder(reposito
     assert Worktree.objects.count() == 1
     assert (code_dir / "feat-same").is_dir()
     assert Event.objects.filter(name="worktree.created").count() == 1
+
+
+def test_eight_worktrees_made_at_once_in_one_clone_all_succeed(repository):
+    # given eight agents, each with its own task's worktree to make in the same clone
+    agents = [AgentFactory(slug=f"maker-{n}") for n in range(8)]
+
+    # when they all make theirs at once (git writes .git/worktrees/<name>/ in steps)
+    def make(agent):
+        worktree_create(actor=Actor(agent=agent), repository=repository, type="task", name=agent.slug)
+
+    errors = run_together(make, agents)
+
+    # then every one was made, and git knows every folder
+    assert errors == []
+    rows = Worktree.objects.filter(repository=repository, status=Worktree.Status.ACTIVE)
+    assert rows.count() == 8
+    listed = subprocess.run(
+        ["git", "-C", repository.path, "worktree", "list", "--porcelain"], capture_output=True, text=True, check=True
+    ).stdout
+    for row in rows:
+        assert f"worktree {row.real_path}\n" in listed
+
+
+def test_a_worktree_is_made_only_once_another_process_lets_go_of_the_clone(repository):
+    # given another process (a runner on this machine) in the middle of a worktree change
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX);"
+            " print('held', flush=True); sys.stdin.readline()",
+            repository.path,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        done = threading.Event()
+        failures: list[BaseException] = []
+
+        waiter = AgentFactory(slug="waiter")
+
+        def make():
+            try:
+                worktree_create(actor=Actor(agent=waiter), repository=repository, type="task", name="late")
+            except BaseException as exc:
+                failures.append(exc)
+            finally:
+                connection.close()  # this thread's own
+                done.set()
+
+        maker = threading.Thread(target=make)
+        maker.start()
+
+        # when it still holds the clone, nothing is made; then it lets go
+        assert not done.wait(0.5)
+        assert not Worktree.objects.filter(name="late").exists()
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+
+        # then the worktree is made
+        assert done.wait(30)
+        maker.join()
+        assert failures == []
+        assert Worktree.objects.get(name="late").status == Worktree.Status.ACTIVE
+    finally:
+        holder.kill()
+        holder.wait()

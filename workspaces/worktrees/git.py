@@ -6,9 +6,12 @@ Values that come from clients (refs) are checked before they reach an argument l
 are passed after ``--end-of-options`` where git allows it.
 """
 
+import fcntl
 import os
 import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,6 +165,26 @@ def git_fetch_pull_request(folder: str | Path, *, number: int, branch: str, remo
         )
     refspec = f"refs/pull/{number}/head:refs/heads/{branch}"
     git_run(folder, "fetch", "--no-tags", "--no-write-fetch-head", remote, refspec, timeout=NETWORK_TIMEOUT_SECONDS)
+
+
+@contextmanager
+def clone_locked(clone: str | Path) -> Iterator[None]:
+    """One worktree change at a time per clone, across threads and processes (web workers, runners).
+
+    ``git worktree add`` makes ``.git/worktrees/<name>/`` and then writes its files: another
+    ``git worktree`` command that lists the worktrees in between fails with "failed to read
+    .../commondir". An exclusive flock on the clone's folder (nothing is written into it) held for
+    the whole look-then-change sequence also keeps two callers from adding the same folder.
+    """
+    try:
+        fd = os.open(clone, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise DomainError(f"The clone {clone} cannot be opened here: {exc.strerror}.", code="conflict") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
 
 
 def git_worktree_add(repository: str | Path, *, path: str | Path, branch: str, base: str | None = None) -> None:

@@ -261,23 +261,24 @@ def _checkout(*, repository: Repository, real_path: str, branch: str, ref: str |
     """Make the folder with ``git worktree add``, or adopt it if git already has it on this branch
     (a crash between git and the commit leaves exactly that)."""
     clone = repository.path
-    known = git.git_worktree_branches(clone)
-    if real_path in known:
-        if os.path.isdir(real_path):
-            if known[real_path] != branch:
-                raise DomainError(
-                    f"{real_path} is already a worktree on {known[real_path] or 'a detached HEAD'}, not {branch}.",
-                    code="conflict",
-                )
-            return
-        git.git_worktree_prune(clone)  # git remembers a folder that is gone
-    if pr_number is not None:
-        git.git_fetch_pull_request(clone, number=pr_number, branch=branch)
-        git.git_worktree_add(clone, path=real_path, branch=branch)
-    elif git.git_branch_exists(clone, branch):
-        git.git_worktree_add(clone, path=real_path, branch=branch)
-    else:
-        git.git_worktree_add(clone, path=real_path, branch=branch, base=_base_commit(repository, ref))
+    with git.clone_locked(clone):
+        known = git.git_worktree_branches(clone)
+        if real_path in known:
+            if os.path.isdir(real_path):
+                if known[real_path] != branch:
+                    raise DomainError(
+                        f"{real_path} is already a worktree on {known[real_path] or 'a detached HEAD'}, not {branch}.",
+                        code="conflict",
+                    )
+                return
+            git.git_worktree_prune(clone)  # git remembers a folder that is gone
+        if pr_number is not None:
+            git.git_fetch_pull_request(clone, number=pr_number, branch=branch)
+            git.git_worktree_add(clone, path=real_path, branch=branch)
+        elif git.git_branch_exists(clone, branch):
+            git.git_worktree_add(clone, path=real_path, branch=branch)
+        else:
+            git.git_worktree_add(clone, path=real_path, branch=branch, base=_base_commit(repository, ref))
 
 
 def _base_commit(repository: Repository, ref: str | None) -> str:
@@ -480,18 +481,19 @@ def worktree_remove(*, actor: Actor, worktree: Worktree, force: bool = False) ->
         worktree_remove_on_runner(worktree=worktree, force=force)
         return _worktree_mark_removed(actor=actor, worktree=worktree, force=force), True
     clone = worktree.repository.path
-    known = git.git_worktree_branches(clone)
     if worktree.real_path == clone or clone.startswith(worktree.real_path.rstrip("/") + "/"):
         raise DomainError(f"{worktree.real_path} is the repository's clone; it is never removed.", code="conflict")
-    if os.path.isdir(worktree.real_path):
-        if worktree.real_path not in known:
-            raise DomainError(
-                f"{worktree.real_path} is not a worktree of {worktree.repository.name}; it was left alone.",
-                code="conflict",
-            )
-        _remove_folder(worktree=worktree, force=force)
-    elif worktree.real_path in known:
-        git.git_worktree_prune(clone)
+    with git.clone_locked(clone):
+        known = git.git_worktree_branches(clone)
+        if os.path.isdir(worktree.real_path):
+            if worktree.real_path not in known:
+                raise DomainError(
+                    f"{worktree.real_path} is not a worktree of {worktree.repository.name}; it was left alone.",
+                    code="conflict",
+                )
+            _remove_folder(worktree=worktree, force=force)
+        elif worktree.real_path in known:
+            git.git_worktree_prune(clone)
     return _worktree_mark_removed(actor=actor, worktree=worktree, force=force), True
 
 

@@ -9,9 +9,12 @@ on the branch of the same name, shared configuration in ``<parent>/sync/<reposit
 
 from __future__ import annotations
 
+import fcntl
 import heapq
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,21 +72,35 @@ def _default_branch(path: str) -> str:
 # --- worktrees ------------------------------------------------------------------------------------------
 
 
+@contextmanager
+def clone_locked(repo: HostedRepository) -> Iterator[None]:
+    """One worktree change at a time per clone (the server takes the same lock on its clones):
+    ``git worktree add`` writes ``.git/worktrees/<name>/`` in steps, and another ``git worktree``
+    listing in between fails ("failed to read .../commondir"). A flock on the clone's folder."""
+    fd = os.open(repo.path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def worktree_add(repo: HostedRepository, folder: str) -> str:
     """The worktree ``folder`` beside the clone on the branch ``folder``, made now or as it was left
     (a runner that crashed after making it finds it again); the sync folder's files linked in."""
     path = os.path.join(repo.parent, folder)
-    known = worktree_paths(repo)
-    if path in known and not os.path.isdir(path):
-        git(repo.path, "worktree", "prune")
+    with clone_locked(repo):
         known = worktree_paths(repo)
-    if path not in known:
-        if os.path.lexists(path):
-            raise GitError(f"{path} exists and is not a worktree of {repo.name}; it was left alone")
-        if git(repo.path, "rev-parse", "--verify", "--quiet", f"refs/heads/{folder}", check=False).strip():
-            git(repo.path, "worktree", "add", path, folder)
-        else:
-            git(repo.path, "worktree", "add", "-b", folder, path, repo.default_branch)
+        if path in known and not os.path.isdir(path):
+            git(repo.path, "worktree", "prune")
+            known = worktree_paths(repo)
+        if path not in known:
+            if os.path.lexists(path):
+                raise GitError(f"{path} exists and is not a worktree of {repo.name}; it was left alone")
+            if git(repo.path, "rev-parse", "--verify", "--quiet", f"refs/heads/{folder}", check=False).strip():
+                git(repo.path, "worktree", "add", path, folder)
+            else:
+                git(repo.path, "worktree", "add", "-b", folder, path, repo.default_branch)
     sync_link(repo, path)
     return path
 
@@ -148,16 +165,17 @@ def sync_links_in(repo: HostedRepository, worktree: str) -> list[str]:
 
 def worktree_remove(repo: HostedRepository, path: str, *, force: bool) -> None:
     """``git worktree remove`` (our sync links first: git counts them as untracked files)."""
-    if path not in worktree_paths(repo):
-        return  # gone already
-    for logical in sync_sources(repo):
-        if _is_our_link(repo, path, logical):
-            os.unlink(os.path.join(path, logical))
-    try:
-        git(repo.path, "worktree", "remove", *(["--force"] if force else []), path)
-    except GitError:
-        sync_link(repo, path)  # put the links back: the folder stays as it was
-        raise
+    with clone_locked(repo):
+        if path not in worktree_paths(repo):
+            return  # gone already
+        for logical in sync_sources(repo):
+            if _is_our_link(repo, path, logical):
+                os.unlink(os.path.join(path, logical))
+        try:
+            git(repo.path, "worktree", "remove", *(["--force"] if force else []), path)
+        except GitError:
+            sync_link(repo, path)  # put the links back: the folder stays as it was
+            raise
 
 
 # --- status ---------------------------------------------------------------------------------------------
