@@ -8,7 +8,7 @@ PORT ?= 8000
 BASE_STAMP := $(VENV)/.installed-base
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint format migrate bench bench-report clean
+.PHONY: run test lint format migrate bench bench-report clean sandbox-tool
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
@@ -35,7 +35,16 @@ migrate: $(BASE_STAMP)
 # runner's config (with its key, kept between runs) is another private file; its root is var/runner.
 WELCOME := $(or $(SWITCHYARD_VAR_DIR),var)/.welcome
 RUNNER_CONFIG := $(or $(SWITCHYARD_VAR_DIR),var)/local-runner.toml
-run: migrate
+# The local runner sandboxes its agents with bubblewrap where it is installed: as root with apt, install
+# it; else say once that the demo's agents run unsandboxed (README "Runners", the sandbox).
+sandbox-tool:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && echo "installing bubblewrap (the runs' sandbox)" \
+	  && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
+	       || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } \
+	  || echo "bubblewrap is not installed and could not be: the local runner's agents run unsandboxed"
+
+run: migrate sandbox-tool
 	$(BIN)/python manage.py setup_demo --port $(PORT) --welcome-file $(WELCOME) --runner-config $(RUNNER_CONFIG)
 	$(BIN)/python manage.py setup_schedules
 	PORT=$(PORT) $(BIN)/python manage.py serve --port $(PORT) --welcome-file $(WELCOME) --runner-config $(RUNNER_CONFIG)

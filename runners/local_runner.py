@@ -92,7 +92,16 @@ def local_runner_config_write(*, path: Path, url: str, root: Path) -> LocalRunne
         created_with = {} if runner else {"labels": LOCAL_RUNNER_LABELS, "capacity": LOCAL_RUNNER_CAPACITY}
         runner, issued, _ = runner_key_create(name=LOCAL_RUNNER_NAME, **created_with)
         key, minted = issued.key, True
-    wanted = {"url": url, "key": key, "name": LOCAL_RUNNER_NAME, "root": str(Path(root).resolve())}
+    wanted = {
+        "url": url,
+        "key": key,
+        "name": LOCAL_RUNNER_NAME,
+        "root": str(Path(root).resolve()),
+        # Sandboxed where bubblewrap is installed (`make run` installs it when it can), else the demo
+        # still runs, said once; the agents never see this instance's files (database, keys, workspaces).
+        "sandbox": "if-available",
+        "sandbox_hide": [str(path.resolve().parent)],
+    }
     written = minted or any(current.get(k) != v for k, v in wanted.items())
     if written:
         lines = [HEADER, "[runner]"]

@@ -78,6 +78,8 @@ class Run(TimeStampedModel):
     # lease cannot write with the attempt it was given.
     attempt = models.PositiveIntegerField(default=1)
     pid = models.IntegerField(null=True, blank=True)
+    # Whether its agent runs in the runner's sandbox (bubblewrap); null until the runner says.
+    sandboxed = models.BooleanField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

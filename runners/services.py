@@ -41,7 +41,19 @@ RUN_TRANSITIONS: dict[str, frozenset[str]] = {
 
 # What a move may set besides the status (the runner reports these); ``runner`` only when assigning.
 TRANSITION_FIELDS = frozenset(
-    {"runner", "agent", "session", "pid", "exit_code", "workdir", "log_path", "lease_expires_at", "error", "summary"}
+    {
+        "runner",
+        "agent",
+        "session",
+        "pid",
+        "sandboxed",
+        "exit_code",
+        "workdir",
+        "log_path",
+        "lease_expires_at",
+        "error",
+        "summary",
+    }
 )
 
 # The ledger event each move records, if any (assigned, starting and re-queued are the runner's business).

@@ -41,6 +41,7 @@ class RunOutput(serializers.ModelSerializer):
             "status",
             "attempt",
             "pid",
+            "sandboxed",
             "exit_code",
             "error",
             "summary",
@@ -304,6 +305,7 @@ class RunStatusInput(StrictSerializer):
     attempt = serializers.IntegerField(min_value=1, max_value=INT32_MAX, help_text="The attempt the runner holds.")
     status = serializers.ChoiceField(choices=["starting", "running", "succeeded", "failed", "cancelled"])
     pid = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT32_MAX)
+    sandboxed = serializers.BooleanField(required=False, help_text="-> running: its agent runs in a sandbox.")
     exit_code = serializers.IntegerField(required=False, allow_null=True, min_value=-INT32_MAX - 1, max_value=INT32_MAX)
     workdir = serializers.CharField(required=False, allow_blank=True, max_length=1000, trim_whitespace=False)
     log_path = serializers.CharField(required=False, allow_blank=True, max_length=1000, trim_whitespace=False)

@@ -240,7 +240,9 @@ class RunStatusView(APIView):
         data = validate_input(s.RunStatusInput, request.data)
         run = selectors.run_get(run_id=run_id)
         fields = {
-            name: data[name] for name in ("pid", "exit_code", "workdir", "log_path", "error", "summary") if name in data
+            name: data[name]
+            for name in ("pid", "sandboxed", "exit_code", "workdir", "log_path", "error", "summary")
+            if name in data
         }
         report = run_report(actor=actor, run=run, attempt=data["attempt"], status=data["status"], **fields)
         body = {"run": s.RunDetailOutput(selectors.run_get(run_id=run.pk)).data}

@@ -264,6 +264,8 @@ def test_a_killed_runner_and_claude_resume_the_conversation_as_attempt_two(perso
         argv = Path(f"/proc/{after['pid']}/cmdline").read_bytes().split(b"\0")
         argv = [part.decode() for part in argv if part]
         agent = argv[argv.index("-c") + 3 :]  # sh -c WRAPPER EXIT_FILE <agent argv>
+        if Path(agent[0]).name == "bwrap":  # sandboxed: the agent's argv follows bwrap's "--"
+            agent = agent[agent.index("--") + 1 :]
         assert Path(agent[0]).name == "claude" and agent[1] == "-p", argv
         assert agent[agent.index("--resume") + 1] == uuid and "--session-id" not in agent, agent
         # The resume prompt goes in on Claude Code's standard input, not in its argv (the model gets it: below).

@@ -63,6 +63,10 @@ def machine(tmp_path, sy_server, settings):
         env = {"OUT": str(tmp_path / "agent-out.txt"), "GO": str(tmp_path / "go")}
         shell = {"command": ["sh", "-c", script], "env": env}
         made.append(Machine(tmp_path, sy_server.url, "m-1", capacity=1, providers={"shell": shell}))
+        # The agents write to a file of the test's, outside any worktree: no sandbox (tests/client/
+        # test_runner_sandbox.py shows the fence and the group signal reach a sandboxed agent).
+        made[-1].runner_table["sandbox"] = False
+        made[-1].write()
         made[-1].out, made[-1].go = Path(env["OUT"]), Path(env["GO"])
         return made[-1]
 

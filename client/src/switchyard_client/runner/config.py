@@ -17,8 +17,22 @@ from typing import Any
 from switchyard_client.api.errors import ConfigurationError
 
 OUTPUTS = ("stream-json", "jsonl", "text")
-RUNNER_KEYS = {"url", "key", "name", "labels", "capacity", "root", "grace_seconds", "host"}
-PROVIDER_KEYS = {"command", "resume_command", "env", "output", "timeout_seconds", "enabled", "hooks", "prompt_stdin"}
+RUNNER_KEYS = {"url", "key", "name", "labels", "capacity", "root", "grace_seconds", "host", "sandbox", "sandbox_hide"}
+PROVIDER_KEYS = {
+    "command",
+    "resume_command",
+    "env",
+    "output",
+    "timeout_seconds",
+    "enabled",
+    "hooks",
+    "prompt_stdin",
+    "sandbox",
+    "home_files",
+}
+# [runner] sandbox: true (every run in bubblewrap; a run fails when it cannot be), "if-available"
+# (sandboxed where bwrap works, else said once at start and run as plain processes), false (never).
+SANDBOX_MODES = (True, False, "if-available")
 REPOSITORY_KEYS = {"path", "default_branch"}
 DEFAULT_ROOT = "./var/runner"
 DEFAULT_GRACE = 10.0
@@ -45,6 +59,8 @@ class ProviderConfig:
     enabled: bool = True
     hooks: bool = False
     prompt_stdin: bool = False  # the prompt is also the agent's standard input (else /dev/null)
+    sandbox: bool = True  # false: this provider's agents run unsandboxed even where the runner sandboxes
+    home_files: list[str] = field(default_factory=list)  # copied from the home into the sandbox's private home
 
 
 @dataclass
@@ -67,6 +83,8 @@ class RunnerConfig:
     root: Path = Path(DEFAULT_ROOT)
     grace_seconds: float = DEFAULT_GRACE
     host: str = ""
+    sandbox: bool | str = True  # one of SANDBOX_MODES
+    sandbox_hide: list[Path] = field(default_factory=list)  # more folders or files the agents never see
     # What the file says about providers; the built-ins are merged in by providers.providers_for.
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     repositories: list[RepositoryConfig] = field(default_factory=list)
@@ -116,7 +134,14 @@ def parse_provider(name: str, table: Any, *, base: ProviderConfig | None = None)
         out.output = table["output"]
     if "timeout_seconds" in table:
         out.timeout_seconds = float(_number(table["timeout_seconds"], f"{where} timeout_seconds", minimum=1))
-    for flag in ("enabled", "hooks", "prompt_stdin"):
+    if "home_files" in table:
+        out.home_files = _str_list(table["home_files"], f"{where} home_files")
+        for name in out.home_files:
+            if name.startswith("/") or ".." in Path(name.removeprefix("~/")).parts:
+                raise _fail(
+                    f"{where} home_files", f"{name!r} must be a path inside the home, like .claude/settings.json"
+                )
+    for flag in ("enabled", "hooks", "prompt_stdin", "sandbox"):
         if flag in table:
             if not isinstance(table[flag], bool):
                 raise _fail(f"{where} {flag}", "must be true or false")
@@ -164,6 +189,15 @@ def parse_config(data: dict[str, Any], *, env: dict[str, str] | None = None, sou
     host = runner.get("host") or socket.gethostname()
     if not isinstance(host, str):
         raise _fail("[runner] host", "must be a string")
+    sandbox = runner.get("sandbox", True)
+    if sandbox not in SANDBOX_MODES or not isinstance(sandbox, (bool, str)):
+        raise _fail("[runner] sandbox", f'must be true, false or "if-available", not {sandbox!r}')
+    hide = []
+    for item in _str_list(runner.get("sandbox_hide", []), "[runner] sandbox_hide"):
+        path = Path(item).expanduser()
+        if not path.is_absolute():
+            path = (Path(source).resolve().parent if source else Path.cwd()) / path
+        hide.append(path)
     providers = data.get("providers", {})
     if not isinstance(providers, dict):
         raise _fail("[providers]", "must be a table of [providers.<name>] tables")
@@ -181,6 +215,8 @@ def parse_config(data: dict[str, Any], *, env: dict[str, str] | None = None, sou
         root=root_path.resolve(),
         grace_seconds=grace,
         host=host,
+        sandbox=sandbox,
+        sandbox_hide=hide,
         providers=providers,
         repositories=repositories,
         source=source,

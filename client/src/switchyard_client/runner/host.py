@@ -28,6 +28,7 @@ class Host(Protocol):
     on_exit: str
     watcher: Watcher
     relay: OtlpRelay  # the agents' telemetry goes through it
+    repos: list[HostedRepository]  # the clones this runner holds
     reported_at: float  # when the worktrees were last reported (0: with the next heartbeat)
 
     def hosted(self, repository: dict[str, Any]) -> HostedRepository | None: ...

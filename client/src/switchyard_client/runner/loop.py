@@ -27,6 +27,7 @@ from switchyard_client.runner.process import fenced_kill, read_exit_file, stop_g
 from switchyard_client.runner.repos import REPORT_EVERY, HostedRepository, repository_check
 from switchyard_client.runner.repos import reports as worktree_reports
 from switchyard_client.runner.repos import worktree_remove as hosted_worktree_remove
+from switchyard_client.runner.sandbox import bwrap_problem
 from switchyard_client.runner.state import RunState, StateStore, same_process
 from switchyard_client.runner.watchdog import lease_forget, lease_path, lease_write, watchdog_stop
 from switchyard_client.runner.watcher import Watcher
@@ -331,6 +332,17 @@ class Runner:
                 f"`manage.py create_runner_key {self.config.name} --label ...` on the server"
             )
 
+    def _sandbox_line(self) -> str:
+        """Said once at start: whether agents run in a sandbox here, and if not, why."""
+        if self.config.sandbox is False:
+            return "sandbox off ([runner] sandbox = false)"
+        problem = bwrap_problem()
+        if problem is None:
+            return "agents sandboxed with bubblewrap"
+        if self.config.sandbox == "if-available":
+            return f"agents NOT sandboxed: {problem}"
+        return f"runs will fail until a sandbox can be made: {problem} (or set [runner] sandbox = false)"
+
     def run(self) -> int:
         names = ", ".join(self.providers) or "none"
         # First: what was spooled before a restart goes out, and re-adopted agents export to it.
@@ -338,7 +350,7 @@ class Runner:
         self.console.say(
             f"serving {self.config.url} with providers {names}; capacity {self.config.capacity}; "
             f"labels {', '.join(self.config.labels) or 'none'}; files in {self.root}; "
-            f"telemetry relay {self.relay.endpoint}"
+            f"telemetry relay {self.relay.endpoint}; {self._sandbox_line()}"
         )
         self.watcher.start()
         try:

@@ -71,6 +71,7 @@ def _builtins() -> dict[str, ProviderConfig]:
             output="stream-json",
             hooks=True,
             prompt_stdin=True,
+            home_files=[".claude/settings.json", ".claude/.credentials.json"],
         ),
         "codex": ProviderConfig(
             name="codex",
@@ -98,12 +99,14 @@ def _builtins() -> dict[str, ProviderConfig]:
                 "{prompt}",
             ],
             output="jsonl",
+            home_files=[".codex/config.toml", ".codex/auth.json"],
         ),
         "gemini": ProviderConfig(
             name="gemini",
             command=["gemini", "--prompt={prompt}", *_GEMINI_COMMON],
             resume_command=["gemini", "-r", "latest", "--prompt={prompt}", *_GEMINI_COMMON],
             output="stream-json",
+            home_files=[".gemini/settings.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json"],
         ),
         # Runs the config's command with the task in its environment; off until a command is set.
         "shell": ProviderConfig(name="shell", command=[], output="text"),

@@ -25,6 +25,7 @@ class RunState:
     pid_start: int | None = None  # /proc/<pid>/stat field 22, clock ticks after boot
     watchdog_pid: int | None = None  # the agent's watchdog (watchdog.py), which outlives the runner
     watchdog_start: int | None = None
+    sandboxed: bool = False  # its agent was started in a sandbox (sandbox.py)
     fence: str = ""  # SWITCHYARD_FENCE of this attempt's processes (a random mark, new for each spawn)
     workdir: str = ""
     base: str = ""  # the commit the worktree started from, for the summary's diff

@@ -20,6 +20,7 @@ from switchyard_client.runner.host import Host
 from switchyard_client.runner.logship import LeaseLost, is_lease_lost, last_lines, run_events_ship, run_log_ship
 from switchyard_client.runner.process import describe_exit, fenced_kill, read_exit_file, spawn, stop_group
 from switchyard_client.runner.providers import render, resume_prompt, template_values
+from switchyard_client.runner.sandbox_run import sandbox_wanted, sandboxed_argv
 from switchyard_client.runner.state import RunState, pid_start_time, same_process
 from switchyard_client.runner.summary import run_summary
 from switchyard_client.runner.watchdog import fired_path, lease_forget, lease_path, watchdog_start, watchdog_stop
@@ -221,6 +222,18 @@ class RunWorker:
             prompt=prompt,
             hook_dir=hook_dir,
         )
+        # Raises SandboxUnavailable (the run fails with its reason) when a sandbox is required and cannot be made.
+        s.sandboxed = sandbox_wanted(self.runner.config, provider)
+        if s.sandboxed:
+            argv = sandboxed_argv(
+                argv,
+                state=s,
+                config=self.runner.config,
+                provider=provider,
+                repos=self.runner.repos,
+                env=env,
+                hook_dir=hook_dir,
+            )
         self._watchdog_stop()  # a resumed run's old one, if it still waits for a deadline
         given = prompt.encode() if provider.prompt_stdin else None  # the prompt as data, never an option
         self.popen = spawn(
@@ -233,13 +246,20 @@ class RunWorker:
         title = task.get("title") or ""
         self.say(
             f"started: {s.provider} on task {task.get('id')} {title[:60]!r} (attempt {s.attempt}, pid {s.pid})"
-            f"{' resuming' if resume else ''} in {s.workdir}"
+            f"{' resuming' if resume else ''} in {s.workdir}{' (sandboxed)' if s.sandboxed else ''}"
         )
 
     def _report_running(self) -> None:
         s = self.state
         log = os.path.relpath(s.log_path, self.runner.root) if s.log_path else ""
-        body = {"attempt": s.attempt, "status": "running", "pid": s.pid, "workdir": s.workdir, "log_path": log}
+        body = {
+            "attempt": s.attempt,
+            "status": "running",
+            "pid": s.pid,
+            "workdir": s.workdir,
+            "log_path": log,
+            "sandboxed": s.sandboxed,
+        }
         try:
             self._status(body, until_done=True)
         except SwitchyardError as exc:

@@ -1,0 +1,191 @@
+"""The runner's sandbox (client/src/switchyard_client/runner/sandbox.py, sandbox_run.py): the config's
+switches, the plan of what an agent sees, its private home, and real bubblewrap where installed."""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from switchyard_client.runner import sandbox_run
+from switchyard_client.runner.config import ProviderConfig, RunnerConfigError, parse_config, parse_provider
+from switchyard_client.runner.process import fenced_kill
+from switchyard_client.runner.sandbox import (
+    SandboxUnavailable,
+    bwrap_argv,
+    bwrap_problem,
+    plan_for,
+    private_home_prepare,
+)
+
+BASE = {"url": "http://127.0.0.1:8000", "key": "sy_x", "name": "box-1"}
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+
+@pytest.mark.parametrize("value", [True, False, "if-available"])
+def test_the_runners_sandbox_switch_takes_its_three_values(value):
+    assert parse_config({"runner": {**BASE, "sandbox": value}}).sandbox == value
+
+
+def test_the_sandbox_is_on_unless_the_config_says_otherwise():
+    assert parse_config({"runner": BASE}).sandbox is True
+    assert ProviderConfig(name="x", command=["x"]).sandbox is True
+
+
+@pytest.mark.parametrize("value", ["yes", 1, "off", None])
+def test_another_sandbox_value_is_refused_with_the_three_it_takes(value):
+    with pytest.raises(RunnerConfigError, match=r'\[runner\] sandbox: must be true, false or "if-available"'):
+        parse_config({"runner": {**BASE, "sandbox": value}})
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../.ssh/id_rsa", ".claude/../../x"])
+def test_a_home_file_outside_the_home_is_refused(name):
+    with pytest.raises(RunnerConfigError, match="must be a path inside the home"):
+        parse_provider("claude", {"command": ["claude"], "home_files": [name]})
+
+
+def test_sandbox_hide_is_relative_to_the_config_file(tmp_path):
+    config = parse_config(
+        {"runner": {**BASE, "sandbox_hide": ["secrets", "/srv/keys"]}}, source=str(tmp_path / "runner.toml")
+    )
+    assert config.sandbox_hide == [tmp_path / "secrets", Path("/srv/keys")]
+
+
+def test_a_missing_bwrap_is_named_with_how_to_install_it():
+    assert bwrap_problem("bwrap-not-here") == "bwrap-not-here (bubblewrap) is not installed: apt-get install bubblewrap"
+
+
+def test_required_and_missing_fails_if_available_and_missing_runs_plain(monkeypatch):
+    monkeypatch.setattr(sandbox_run, "bwrap_problem", lambda: "bwrap (bubblewrap) is not installed")
+    provider = ProviderConfig(name="demo", command=["demo"])
+    with pytest.raises(SandboxUnavailable, match="bubblewrap\\) is not installed; this runner's config asks"):
+        sandbox_run.sandbox_wanted(parse_config({"runner": BASE}), provider)
+    assert sandbox_run.sandbox_wanted(parse_config({"runner": {**BASE, "sandbox": "if-available"}}), provider) is False
+    assert sandbox_run.sandbox_wanted(parse_config({"runner": {**BASE, "sandbox": False}}), provider) is False
+    provider.sandbox = False
+    assert sandbox_run.sandbox_wanted(parse_config({"runner": BASE}), provider) is False
+
+
+def test_the_plan_hides_the_private_places_and_never_the_system(tmp_path):
+    home, root, code = tmp_path / "home", tmp_path / "root", tmp_path / "code"
+    for folder in (home / "bin", root, code / "task-1", code / "task-2", code / "sync"):
+        folder.mkdir(parents=True)
+    plan = plan_for(
+        workdir=str(code / "task-1"),
+        home=str(home),
+        private_home=str(root / "homes" / "demo-task-1"),
+        hide=[str(home), str(root), str(code), "/", "/usr", "/etc", str(tmp_path / "absent")],
+        programs=[str(home / "bin"), "/usr/bin"],
+        readable=[str(code / "sync")],
+        writable=[str(root)],
+    )
+    assert plan.hidden == [str(code), str(root)]  # the home is replaced, not hidden; nothing that is missing
+    assert plan.readable == [str(home / "bin"), str(code / "sync")]  # /usr/bin was never hidden
+    assert plan.writable == [str(code / "task-1"), str(root)]
+    argv = bwrap_argv(plan, ["demo", "--", "-x"])
+    assert argv[-3:] == ["demo", "--", "-x"]
+    assert argv.index(str(code / "task-1")) > argv.index(str(code))  # the worktree lies over its hidden folder
+
+
+def test_the_private_home_gets_copies_of_the_named_files_only_and_keeps_a_newer_copy(tmp_path):
+    home, private = tmp_path / "home", tmp_path / "private"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text("{}")
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("KEY")
+
+    copied = private_home_prepare(private, home=home, files=["~/.claude/settings.json", ".claude/absent.json"])
+
+    assert copied == [".claude/settings.json"]
+    assert sorted(str(p.relative_to(private)) for p in private.rglob("*")) == [".claude", ".claude/settings.json"]
+    (private / ".claude" / "settings.json").write_text('{"refreshed": true}')  # written inside the sandbox
+    os.utime(home / ".claude" / "settings.json", (1, 1))
+    assert private_home_prepare(private, home=home, files=[".claude/settings.json"]) == []
+    assert (private / ".claude" / "settings.json").read_text() == '{"refreshed": true}'
+    with pytest.raises(ValueError, match="must be a path inside the home"):
+        private_home_prepare(private, home=home, files=["../etc/passwd"])
+
+
+@needs_bwrap
+def test_in_bwrap_the_agent_writes_its_worktree_and_nothing_hidden_and_sees_only_its_own_processes(tmp_path):
+    home, root, code = tmp_path / "home", tmp_path / "root", tmp_path / "code"
+    for folder in (home / ".ssh", root, code / "task-1", code / "task-2"):
+        folder.mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("KEY")
+    (code / "task-2" / "theirs.txt").write_text("theirs")
+    plan = plan_for(
+        workdir=str(code / "task-1"),
+        home=str(home),
+        private_home=str(root / "homes" / "x"),
+        hide=[str(root), str(code)],
+        programs=[],
+        writable=[],
+    )
+    os.makedirs(plan.private_home)
+    script = (
+        "echo mine > mine.txt; "
+        "cat ../task-2/theirs.txt 2>/dev/null && echo SAW-THEIRS; "
+        'cat "$HOME/.ssh/id_rsa" 2>/dev/null && echo SAW-KEY; '
+        "echo x > ../task-2/x.txt 2>/dev/null && echo WROTE-THEIRS; "
+        "echo pid $$; ls /proc | grep -c '^[0-9]'"
+    )
+    done = subprocess.run(bwrap_argv(plan, ["sh", "-c", script]), capture_output=True, text=True, timeout=30)
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split()
+    assert "SAW-THEIRS" not in lines and "SAW-KEY" not in lines and "WROTE-THEIRS" not in lines
+    assert (code / "task-1" / "mine.txt").read_text() == "mine\n"
+    assert not (code / "task-2" / "x.txt").exists()
+    assert int(lines[-1]) <= 4  # bwrap's init, sh, ls and grep: nothing of the host's
+
+
+@needs_bwrap
+def test_a_sandboxed_agent_is_seen_by_its_fence_and_nothing_of_it_outlives_its_group_signal(tmp_path):
+    """The watchdog's fence (SWITCHYARD_FENCE in /proc/*/environ) sees agents inside bwrap's PID
+    namespace from outside it, and the runner's stop (SIGTERM to the group) ends them all: even a
+    detached tool call deaf to SIGTERM ends with the namespace's first process."""
+    work = tmp_path / "work"
+    work.mkdir()
+    plan = plan_for(
+        workdir=str(work), home=str(tmp_path), private_home=str(tmp_path / "home"), hide=[], programs=[], writable=[]
+    )
+    os.makedirs(plan.private_home)
+    fence = os.urandom(6).hex()
+    script = "setsid sh -c 'trap \"\" TERM; echo started > tool; while :; do sleep 0.1; done' & wait"
+    env = {**os.environ, "SWITCHYARD_FENCE": fence}
+    agent = subprocess.Popen(bwrap_argv(plan, ["sh", "-c", script]), env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (work / "tool").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (work / "tool").exists()
+        assert len(_fenced(fence)) >= 3  # bwrap's init, the agent's sh, the detached tool (and its sleep)
+
+        os.killpg(agent.pid, signal.SIGTERM)
+
+        assert agent.wait(10) is not None
+        deadline = time.monotonic() + 10
+        while _fenced(fence) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _fenced(fence) == []
+    finally:
+        fenced_kill(fence)
+        if agent.poll() is None:
+            os.killpg(agent.pid, signal.SIGKILL)
+
+
+def _fenced(fence: str) -> list[int]:
+    """Live processes (not zombies) whose environment holds SWITCHYARD_FENCE=``fence``."""
+    mark, found = f"SWITCHYARD_FENCE={fence}".encode(), []
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                continue
+            if mark in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
