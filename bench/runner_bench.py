@@ -20,6 +20,12 @@ Redis db 13 flushed, gunicorn with uvicorn workers), each figure beside its raw 
             the bench polls GET /api/v1/sessions/{id}/log/?offset= every --poll-ms; line written ->
             seen in the API, p50/p95 (the poll interval is part of it); aim p95 <= 1 s.
 
+  sandbox   what the sandbox (bubblewrap) costs, interleaved: the dispatch figure's agent run sandboxed and
+            with `sandbox = false`, alternately, --sandbox-runs each (p50/p95; aim: +50 ms at p95 at
+            most), and a tool-heavy run (300 tool-like processes: `git --version`, `ls`, a file written
+            and read) sandboxed and not, 5 each alternately, its wall time from its first to its last
+            line (aim <= 1.05x). Needs bwrap; the runner is configured `sandbox = "if-available"`.
+
 Console: progress lines; at the end a table, and bench/results/<ts>-runner.json beside the server log
 and the runner's console (<ts>-runner.log).
 
@@ -34,6 +40,7 @@ import glob
 import hashlib
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -48,7 +55,7 @@ import run as foundation  # noqa: E402 - bench/run.py, the foundation benchmark
 from harness import percentile, report  # noqa: E402 - bench/harness: set-up, server, table
 
 say = foundation.say
-PARTS = ("dispatch", "scale", "logs")
+PARTS = ("dispatch", "scale", "logs", "sandbox")
 TERMINAL = {"succeeded", "failed", "cancelled", "lost"}
 AIMS = {
     "dispatch_p50_ms": 250.0,
@@ -61,6 +68,11 @@ AIMS = {
 SWITCHYARD = Path(sys.executable).parent / "switchyard"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TICK_PERIOD = 0.05
+# A tool-heavy agent: 300 short processes as tool calls start them, between two clock lines.
+TOOL_HEAVY = (
+    "date +%s.%N; i=0; while [ $i -lt 100 ]; do git --version >/dev/null; ls -la >/dev/null; "
+    "echo $i > tool-$i.txt && cat tool-$i.txt >/dev/null; i=$((i+1)); done; date +%s.%N"
+)
 MAX_READ = 1024 * 1024  # the log API's largest chunk
 STAFF_SESSION = """
 from django.conf import settings
@@ -154,6 +166,7 @@ class RunnerBench(foundation.Bench):
             "dispatch": ["sh", "-c", "date +%s.%N; echo dispatched"],
             "sleeper": ["sleep", str(self.scale_sleep)],
             "bigcat": ["sh", "-c", f"date +%s.%N; cat {self.big}"],
+            "tools": ["sh", "-c", TOOL_HEAVY],
             "ticker": [
                 "sh",
                 "-c",
@@ -175,8 +188,12 @@ class RunnerBench(foundation.Bench):
             'root = "runner"',
             "grace_seconds = 2",
         ]
+        lines.append('sandbox = "if-available"')
         for name, argv in self.providers().items():
             lines += ["", f"[providers.{name}]", f"command = {json.dumps(argv)}", 'output = "text"']
+            # The same agents unsandboxed, for the sandbox part's interleaved A/B.
+            lines += ["", f"[providers.{name}-plain]", f"command = {json.dumps(argv)}", 'output = "text"']
+            lines.append("sandbox = false")
         # The built-ins stay offered if present; they are never asked for here.
         self.runner_toml = self.workdir / "switchyard-runner.toml"
         self.runner_toml.write_text("\n".join(lines) + "\n")
@@ -371,6 +388,68 @@ class RunnerBench(foundation.Bench):
         succeeded = {"every run succeeded": failures == 0}
         self.recorder.record("runner.dispatch_p50", p50, raw=r50, conditions=succeeded)
         self.recorder.record("runner.dispatch_p95", p95, raw=r95, conditions=succeeded)
+
+    def part_sandbox(self) -> None:
+        n = self.args.sandbox_runs
+        if shutil.which("bwrap") is None:
+            say("part sandbox: skipped, bwrap (bubblewrap) is not installed")
+            return
+        say(f"part sandbox: {n} dispatches sandboxed and {n} not, alternately; then 5 tool-heavy runs of each")
+        self.recorder.start()
+        times: dict[str, list[float]] = {"dispatch": [], "dispatch-plain": []}
+        for i in range(n):
+            for provider in ("dispatch", "dispatch-plain") if i % 2 == 0 else ("dispatch-plain", "dispatch"):
+                run_id, t0 = self.queue(provider)
+                times[provider].append((self.wait_stamp(self.job_log(run_id)) - t0) * 1000)
+                end = self.wait_end(run_id)
+                if end["status"] != "succeeded":
+                    raise foundation.BenchError(f"{provider} run {run_id} {end['status']}: {self.runner_tail()}")
+                time.sleep(0.05)
+        boxed, plain = times["dispatch"], times["dispatch-plain"]
+        b50, b95, p50, p95 = (
+            statistics.median(boxed),
+            percentile(boxed, 95),
+            statistics.median(plain),
+            percentile(plain, 95),
+        )
+        say(f"  dispatch sandboxed p50 {b50:.0f} ms p95 {b95:.0f} ms; unsandboxed p50 {p50:.0f} ms p95 {p95:.0f} ms")
+        walls: dict[str, list[float]] = {"tools": [], "tools-plain": []}
+        for i in range(5):
+            for provider in ("tools", "tools-plain") if i % 2 == 0 else ("tools-plain", "tools"):
+                run_id, _ = self.queue(provider)
+                log = self.job_log(run_id)
+                end = self.wait_end(run_id, timeout=120)
+                if end["status"] != "succeeded":
+                    raise foundation.BenchError(f"{provider} run {run_id} {end['status']}: {self.runner_tail()}")
+                stamps = [float(x) for x in log.read_text().split() if x.replace(".", "", 1).isdigit()]
+                walls[provider].append(stamps[-1] - stamps[0])
+        wb, wp = statistics.median(walls["tools"]), statistics.median(walls["tools-plain"])
+        say(f"  tool-heavy run: sandboxed {wb:.2f} s, unsandboxed {wp:.2f} s (medians of 5): {wb / wp:.3f}x")
+        self.details["sandbox"] = {"dispatch_ms": times, "tool_heavy_s": walls}
+        self.add_figure(
+            name=f"sandbox: dispatch p95, {n} runs each, interleaved",
+            unit="ms (p95)",
+            ours=b95,
+            p50_ms=b50,
+            p99_ms=None,
+            failed=0,
+            raw=p95,
+            raw_what="the same runs unsandboxed, p95 ms",
+            target=f"<= +50 ms at p95 (+{b95 - p95:.0f}; p50 {b50:.0f} vs {p50:.0f})",
+            passed=b95 - p95 <= 50,
+        )
+        self.add_figure(
+            name="sandbox: tool-heavy run wall time, 5 each, interleaved",
+            unit="s (median)",
+            ours=wb,
+            p50_ms=None,
+            p99_ms=None,
+            failed=0,
+            raw=wp,
+            raw_what="the same run unsandboxed, s",
+            target=f"<= 1.05x ({wb / wp:.3f}x)",
+            passed=wb / wp <= 1.05,
+        )
 
     def dispatch_split(self, marks: list[tuple[int, float, float]]) -> dict:
         """The server's side of each dispatch: when the `starting` report opened the run's session
@@ -731,6 +810,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a small run: 30 dispatches, 20 runs for 10 s, 10 MiB")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, from {', '.join(PARTS)}")
     parser.add_argument("--dispatch-runs", type=int, default=200)
+    parser.add_argument("--sandbox-runs", type=int, default=200, help="dispatches of each kind in the sandbox part")
     parser.add_argument("--scale-runs", type=int, default=100, help="concurrent runs (and the runner's capacity)")
     parser.add_argument("--scale-window", type=float, default=20.0, help="seconds measured with all runs running")
     parser.add_argument("--log-mb", type=int, default=50, help="MiB of output for the throughput figure")
@@ -757,7 +837,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     own, rest = parser.parse_known_args(argv)
     if own.quick:
-        own.dispatch_runs, own.scale_runs, own.scale_window = 30, 20, 10.0
+        own.dispatch_runs, own.scale_runs, own.scale_window, own.sandbox_runs = 30, 20, 10.0, 30
         own.log_mb, own.log_rounds, own.tick_seconds = 10, 1, 5.0
     defaults = ["--db", "switchyard_bench_runner", "--redis-url", "redis://127.0.0.1:6379/13"]
     # One key (bench-agent-00, scopes agent + orchestrate): it queues the runs and reads the logs.

@@ -62,6 +62,10 @@ def machine(tmp_path, sy_server, fake_bin):
         providers={name: {"env": env} for name in PROVIDERS},
         env={"PATH": f"{fake_bin}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"},
     )
+    # The fakes write the argv they got to a file of the test's and are found by pid in /proc: plain
+    # processes (a sandbox's PID namespace and hidden folders would hide both; test_runner_sandbox*.py).
+    made.runner_table["sandbox"] = False
+    made.write()
     yield made
     made.cleanup()
 

@@ -75,6 +75,9 @@ name = "rt-1"
 capacity = 2
 root = "{root}"
 grace_seconds = 3
+# The fake agent writes its pid for the tests to kill it, and a pid of a sandbox's own PID namespace
+# means nothing outside it: these runs are plain processes (the sandbox's tests: test_runner_sandbox*.py).
+sandbox = false
 
 [providers.fake]
 command = {json.dumps([*fake, "--session-id", "{session_uuid}"])}
