@@ -1,0 +1,116 @@
+"""A run's conversation, from what its agent left: the provider's structured output in the run's log
+(Claude Code stream-json, Codex JSONL; recognised by its lines, so a ``[providers.x]`` running
+``claude`` is read as Claude), else, for agents that print text (demo, shell), the session's own
+events (its words, plans, questions) and the ledger's tool calls, in the order they happened."""
+
+from __future__ import annotations
+
+import json
+
+from composition.run_watch import claude_stream, codex_jsonl
+from composition.run_watch.items import Conversation, Plan, Question, Step, Text, ToolCall, json_lines
+from ledger.models import ToolInvocation
+from runners.models import Run
+from sessions_app.event_bodies import plan_steps
+from sessions_app.logs import MAX_CHUNK, session_log_read, session_log_tail_offset
+from sessions_app.models import StreamEvent
+
+LOG_WINDOW = MAX_CHUNK  # the last MiB of the log: a long run's start is left out (and said so)
+EVENTS_MAX = 400
+CALLS_MAX = 400
+SNIFF_LINES = 20
+CLAUDE_TYPES = frozenset({"assistant", "user", "result"})
+CODEX_TYPES = frozenset({"thread.started", "turn.started", "turn.completed", "item.started", "item.completed"})
+
+
+def log_format(data: bytes) -> str:
+    """``claude``, ``codex`` or ``text``: what the first JSON lines of a log look like."""
+    for index, line in enumerate(json_lines(data)):
+        kind = line.get("type")
+        if kind in CLAUDE_TYPES and ("message" in line or kind == "result"):
+            return "claude"
+        if kind in CODEX_TYPES:
+            return "codex"
+        if kind == "system" and line.get("subtype") == "init" and "session_id" in line:
+            return "claude"
+        if index >= SNIFF_LINES:
+            break
+    return "text"
+
+
+def run_conversation(run: Run) -> Conversation:
+    if run.session is None:
+        return Conversation()
+    offset = session_log_tail_offset(session=run.session, window=LOG_WINDOW)
+    chunk = session_log_read(session=run.session, offset=offset, limit=LOG_WINDOW)
+    data = chunk.data.encode("utf-8")
+    kind = log_format(data)
+    if kind == "claude":
+        conversation = claude_stream.parse(data)
+    elif kind == "codex":
+        conversation = codex_jsonl.parse(data)
+    else:
+        return _from_events(run)
+    conversation.truncated = offset > 0
+    return conversation
+
+
+def _plan_steps(payload: dict) -> list[Step]:
+    return [Step(text=text, status=status) for text, status in plan_steps(payload)]
+
+
+def _from_events(run: Run) -> Conversation:
+    """The session's words, plans and questions, and the ledger's tool calls, by time."""
+    session = run.session
+    wanted = (
+        StreamEvent.Type.LOG,
+        StreamEvent.Type.PLAN_UPDATE,
+        StreamEvent.Type.INPUT_REQUEST,
+        StreamEvent.Type.MILESTONE,
+    )
+    events = list(StreamEvent.objects.filter(session=session, type__in=wanted).order_by("-seq")[:EVENTS_MAX])[::-1]
+    calls = list(ToolInvocation.objects.filter(session=session).order_by("-started_at", "-id")[:CALLS_MAX])[::-1]
+    timed: list[tuple] = []
+    questions: dict[int, Question] = {}
+    for event in events:
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        item = None
+        if event.type in (StreamEvent.Type.LOG, StreamEvent.Type.MILESTONE):
+            text = payload.get("message") or payload.get("text") or payload.get("title")
+            item = Text(markdown=str(text)) if isinstance(text, str) and text.strip() else None
+        elif event.type == StreamEvent.Type.PLAN_UPDATE:
+            steps = _plan_steps(payload)
+            item = Plan(steps=steps) if steps else None
+        elif "answer" in payload:
+            # An answer names its question (in_reply_to), or answers the last one asked.
+            asked = questions.get(payload.get("in_reply_to")) or (questions[max(questions)] if questions else None)
+            if asked is not None:
+                asked.answer = str(payload["answer"])
+        elif isinstance(payload.get("question"), str):
+            item = questions[event.seq] = Question(text=payload["question"])
+        if item is not None:
+            timed.append((event.timestamp, 0, event.seq, item))
+    for call in calls:
+        output = None
+        if call.status != ToolInvocation.Status.RUNNING:
+            output = call.output_summary or call.error or ""
+        item = ToolCall(
+            id=str(call.pk),
+            name=call.tool_name,
+            input=_input(call.input_summary),
+            output=output,
+            is_error=call.status not in (ToolInvocation.Status.RUNNING, ToolInvocation.Status.SUCCESS),
+        )
+        timed.append((call.started_at, 1, call.pk, item))
+    timed.sort(key=lambda entry: entry[:3])
+    return Conversation(items=[entry[3] for entry in timed], truncated=len(events) >= EVENTS_MAX)
+
+
+def _input(summary: str) -> object:
+    """The ledger keeps a call's input as (redacted) text, JSON when the agent sent an object."""
+    if summary.startswith("{"):
+        try:
+            return json.loads(summary)
+        except ValueError:
+            pass
+    return summary
