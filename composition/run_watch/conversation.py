@@ -17,6 +17,7 @@ from sessions_app.models import StreamEvent
 
 LOG_WINDOW = MAX_CHUNK  # the last MiB of the log: a long run's start is left out (and said so)
 EVENTS_MAX = 400
+TOTALS_WINDOW = 64 * 1024
 CALLS_MAX = 400
 SNIFF_LINES = 20
 CLAUDE_TYPES = frozenset({"assistant", "user", "result"})
@@ -114,3 +115,16 @@ def _input(summary: str) -> object:
         except ValueError:
             pass
     return summary
+
+
+def run_totals(run: Run) -> Conversation | None:
+    """An ended attempt's tokens and cost as its own output says them (Claude Code's result line is
+    its log's last): the log's tail parsed, for attempts with no usage records. None when it says none."""
+    if run.session is None:
+        return None
+    offset = session_log_tail_offset(session=run.session, window=TOTALS_WINDOW)
+    data = session_log_read(session=run.session, offset=offset, limit=TOTALS_WINDOW).data.encode("utf-8")
+    if log_format(data) != "claude":
+        return None  # Codex's usage is per turn, all over its log; text agents say none
+    conversation = claude_stream.parse(data)
+    return conversation if conversation.cost_usd is not None else None

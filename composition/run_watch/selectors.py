@@ -13,7 +13,7 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from board.models import Task
-from composition.run_watch.conversation import run_conversation
+from composition.run_watch.conversation import run_conversation, run_totals
 from composition.run_watch.items import Conversation
 from ledger.models import ToolInvocation
 from runners.models import Run
@@ -24,6 +24,7 @@ from usage.models import TOKEN_FIELDS, UsageRecord
 from usage.selectors import usage_by_session
 
 ATTEMPTS_MAX = 50
+TOTALS_READ_MAX = 10  # attempts whose log tail is read for their totals, when usage has none
 
 
 @dataclass
@@ -102,6 +103,11 @@ def run_watch(*, task: Task) -> RunWatch:
     watch.cost_usd = attempt.cost_usd if attempt.cost_usd is not None else watch.conversation.cost_usd
     if attempt.tokens is None and watch.conversation.tokens:
         attempt.tokens, attempt.cost_usd = watch.tokens, watch.cost_usd
+    for other in attempts[:TOTALS_READ_MAX]:
+        if other.tokens is None and other is not attempt and not other.run.is_active:
+            said = run_totals(other.run)
+            if said is not None:
+                other.tokens, other.cost_usd = said.tokens, said.cost_usd
     return watch
 
 
