@@ -70,7 +70,7 @@ def test_an_owner_watches_a_running_claude_run_as_a_conversation(owner_client, p
     assert "README.md" in html  # the folded output
     assert '"type":"assistant"' not in html  # not the raw JSON
     assert "121 tokens" in html  # message 1's usage so far (120 in, 1 out), counted once over its two lines
-    assert f'hx-get="/tasks/{run.task.pk}/watch/" hx-trigger="every 2s"' in html  # polled while it runs
+    assert f'hx-get="/tasks/{run.task.pk}/watch/" hx-trigger="every 2s, ' in html  # polled while it runs
     assert f'hx-get="/tasks/{run.task.pk}/runs/{run.pk}/log/"' in html  # the raw log, one click away
 
 
