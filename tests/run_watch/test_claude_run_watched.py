@@ -7,29 +7,16 @@ import pytest
 from django.test import Client as PageClient
 
 from config.pages import PRODUCT_OWNERS
-from tests.client.live import server_roots, sy_server  # noqa: F401
 from tests.page_users import user_in
 from tests.runners.fake_anthropic import text, tool_use
 from tests.runners.live_runner import run_in, wait_for
-from tests.runners.test_runner_claude_e2e import (  # noqa: F401 - the fixtures
-    GatedFake,
-    claude_bin,
-    machine,
-    person,
-    queue_claude,
-    repository,
-)
+from tests.runners.test_runner_claude_e2e import GatedFake, queue_claude
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
 
 def test_an_owner_watches_a_real_claude_run_as_a_conversation(
-    person,
-    machine,
-    repository,
-    sy_server,
-    server_roots,
-    settings,  # noqa: F811
+    person, machine, repository, sy_server, server_roots, settings
 ):
     settings.LOGS_ROOT = server_roots["LOGS_ROOT"]  # the pages here read the logs the live server writes
     run = queue_claude(person, repository, "Write the notes")
