@@ -88,6 +88,21 @@ def test_the_watch_follows_the_log_as_it_grows(owner_client, person, runner):
     assert "600 tokens" in after and "$0.0043" in after  # the result line's totals
 
 
+def test_a_codex_run_reads_as_its_commands_file_changes_and_plan(owner_client, person, runner):
+    codex = (Path(__file__).parent / "fixtures" / "codex_exec.jsonl").read_bytes()
+    run = _running_run(person, runner, provider="codex", log=codex)
+    run_transition(actor=SYSTEM, run=run, to=Run.Status.SUCCEEDED, exit_code=0)
+
+    html = owner_client.get(f"/tasks/{run.task.pk}/watch/").content.decode()
+
+    assert '<span class="tool-name">shell</span> <code class="tool-head">bash -lc ls</code>' in html
+    assert '<span class="tool-name">edit files</span> <code class="tool-head">notes.txt</code>' in html
+    assert "completed:</span>Write notes.txt</li>" in html
+    assert "Wrote <strong>notes.txt</strong>." in html
+    assert "24,885 tokens" in html and "Cost so far" not in html  # Codex says no cost
+    assert "no token count" not in html
+
+
 def test_usage_records_give_tokens_and_cost_when_there_are_some(owner_client, person, runner):
     run = _running_run(person, runner, log=CLAUDE)
     UsageRecord.objects.create(
