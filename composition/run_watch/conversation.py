@@ -15,8 +15,9 @@ from sessions_app.event_bodies import plan_steps
 from sessions_app.logs import MAX_CHUNK, session_log_read, session_log_tail_offset
 from sessions_app.models import StreamEvent
 
-LOG_WINDOW = MAX_CHUNK  # the last MiB of the log: a long run's start is left out (and said so)
+LOG_WINDOW = MAX_CHUNK // 2  # the last 512 KiB, parsed per redraw; a long run's start is left out, and said so
 EVENTS_MAX = 400
+ITEMS_MAX = 200  # steps shown; the raw log has the rest
 TOTALS_WINDOW = 64 * 1024
 CALLS_MAX = 400
 SNIFF_LINES = 20
@@ -53,7 +54,7 @@ def run_conversation(run: Run) -> Conversation:
     else:
         return _from_events(run)
     conversation.truncated = offset > 0
-    return conversation
+    return _last_items(conversation)
 
 
 def _plan_steps(payload: dict) -> list[Step]:
@@ -104,7 +105,15 @@ def _from_events(run: Run) -> Conversation:
         )
         timed.append((call.started_at, 1, call.pk, item))
     timed.sort(key=lambda entry: entry[:3])
-    return Conversation(items=[entry[3] for entry in timed], truncated=len(events) >= EVENTS_MAX)
+    return _last_items(Conversation(items=[entry[3] for entry in timed], truncated=len(events) >= EVENTS_MAX))
+
+
+def _last_items(conversation: Conversation) -> Conversation:
+    """The last ITEMS_MAX steps: a panel redrawn every 2 s stays quick on a long run."""
+    if len(conversation.items) > ITEMS_MAX:
+        conversation.items = conversation.items[-ITEMS_MAX:]
+        conversation.truncated = True
+    return conversation
 
 
 def _input(summary: str) -> object:

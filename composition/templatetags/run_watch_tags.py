@@ -2,8 +2,11 @@
 number formats."""
 
 from decimal import Decimal
+from functools import lru_cache
 
 from django import template
+
+from board.templatetags.board_tags import markdown_safe
 
 from composition.run_watch.selectors import run_watch
 from composition.run_watch.selectors import task_had_runs as _task_had_runs
@@ -19,6 +22,14 @@ def task_run_watch(task):
 @register.simple_tag
 def task_had_runs(task) -> bool:
     return _task_had_runs(task=task)
+
+
+@register.filter
+@lru_cache(maxsize=4096)
+def said_markdown(text: str) -> str:
+    """The agent's words as sanitised markdown (the card's filter), kept: a watched panel is redrawn
+    every 2 s with mostly the same words, and making markdown's parser is the slow part of a redraw."""
+    return markdown_safe(text)
 
 
 @register.filter

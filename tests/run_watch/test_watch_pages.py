@@ -103,6 +103,17 @@ def test_a_codex_run_reads_as_its_commands_file_changes_and_plan(owner_client, p
     assert "no token count" not in html
 
 
+def test_a_long_run_shows_its_last_steps_and_says_the_start_is_left_out(owner_client, person, runner, monkeypatch):
+    monkeypatch.setattr("composition.run_watch.conversation.ITEMS_MAX", 2)
+    run = _running_run(person, runner, log=CLAUDE)
+
+    html = owner_client.get(f"/tasks/{run.task.pk}/watch/").content.decode()
+
+    assert html.count('<li class="tool ') + html.count('<li class="say">') == 2
+    assert "Done: <strong>notes.txt</strong>" in html and "look at the workdir first" not in html
+    assert "The start of a long run is left out here" in html
+
+
 def test_usage_records_give_tokens_and_cost_when_there_are_some(owner_client, person, runner):
     run = _running_run(person, runner, log=CLAUDE)
     UsageRecord.objects.create(
