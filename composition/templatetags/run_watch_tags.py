@@ -7,7 +7,6 @@ from functools import lru_cache
 from django import template
 
 from board.templatetags.board_tags import markdown_safe
-
 from composition.run_watch.selectors import run_watch
 from composition.run_watch.selectors import task_had_runs as _task_had_runs
 
