@@ -17,6 +17,7 @@ from sessions_app.models import StreamEvent
 
 LOG_WINDOW = MAX_CHUNK // 2  # the last 512 KiB, parsed per redraw; a long run's start is left out, and said so
 EVENTS_MAX = 400
+QUESTIONS_MAX = 100
 ITEMS_MAX = 200  # steps shown; the raw log has the rest
 TOTALS_WINDOW = 64 * 1024
 CALLS_MAX = 400
@@ -54,7 +55,53 @@ def run_conversation(run: Run) -> Conversation:
     else:
         return _from_events(run)
     conversation.truncated = offset > 0
+    _place_questions(conversation, _questions(run))
     return _last_items(conversation)
+
+
+def _answer_text(payload: dict) -> str:
+    decision = str(payload.get("decision") or "")
+    answer = str(payload.get("answer") or "")
+    said = {"allow": "Allowed", "deny": "Denied"}.get(decision, decision.capitalize())
+    text = f"{said}: {answer}" if said and answer and answer != decision else said or answer
+    who = payload.get("answered_by")
+    return f"{text} (by {who})" if isinstance(who, str) and who else text
+
+
+def _questions(run: Run) -> list[tuple[dict, Question]]:
+    """The session's questions (permission requests from the agent's hooks, its own questions) with
+    their answers: what the provider's output does not hold."""
+    events = StreamEvent.objects.filter(session=run.session, type=StreamEvent.Type.INPUT_REQUEST).order_by("-seq")
+    asked: dict[int, tuple[dict, Question]] = {}
+    for event in list(events[:QUESTIONS_MAX])[::-1]:
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        if "answer" in payload or "decision" in payload:
+            found = asked.get(payload.get("in_reply_to")) or (asked[max(asked)] if asked else None)
+            if found is not None:
+                found[1].answer = _answer_text(payload)
+        elif isinstance(payload.get("question"), str):
+            asked[event.seq] = (payload, Question(text=payload["question"]))
+    return list(asked.values())
+
+
+def _place_questions(conversation: Conversation, questions: list[tuple[dict, Question]]) -> None:
+    """Each permission request just before the tool call it asked about (same tool, same input);
+    the others at the end, the newest last."""
+    for payload, question in questions:
+        index = next(
+            (
+                at
+                for at, item in enumerate(conversation.items)
+                if isinstance(item, ToolCall)
+                and item.name == payload.get("tool_name")
+                and item.input == payload.get("tool_input")
+            ),
+            None,
+        )
+        if index is None:
+            conversation.items.append(question)
+        else:
+            conversation.items.insert(index, question)
 
 
 def _plan_steps(payload: dict) -> list[Step]:

@@ -88,6 +88,38 @@ def test_the_watch_follows_the_log_as_it_grows(owner_client, person, runner):
     assert "600 tokens" in after and "$0.0043" in after  # the result line's totals
 
 
+def test_a_permission_request_sits_before_the_tool_call_it_asked_about(owner_client, person, runner):
+    run = _running_run(person, runner, log=CLAUDE)
+    asked = {
+        "hook": "PermissionRequest",
+        "tool_name": "Write",
+        "question": "Allow Write?",
+        "choices": ["allow", "deny"],
+    }
+    asked["tool_input"] = {"file_path": "/tmp/e-cap/work/notes.txt", "content": "made by claude\n"}
+    StreamEventFactory(session=run.session, seq=1, type=StreamEvent.Type.INPUT_REQUEST, payload=asked)
+    StreamEventFactory(
+        session=run.session,
+        seq=2,
+        type=StreamEvent.Type.INPUT_REQUEST,
+        payload={"answer": "", "decision": "allow", "in_reply_to": 1, "answered_by": "olivia"},
+    )
+    StreamEventFactory(
+        session=run.session, seq=3, type=StreamEvent.Type.INPUT_REQUEST, payload={"question": "<b>Ship?</b>"}
+    )
+
+    html = owner_client.get(f"/tasks/{run.task.pk}/watch/").content.decode()
+
+    question = html.index("<blockquote>Allow Write?</blockquote>")
+    assert (
+        html.index('<span class="tool-name">Bash</span>')
+        < question
+        < html.index('<span class="tool-name">Write</span>')
+    )
+    assert "<strong>Answer:</strong> Allowed (by olivia)" in html
+    assert html.index("<blockquote>&lt;b&gt;Ship?&lt;/b&gt;</blockquote>") > html.index("notes.txt</strong> is written")
+
+
 def test_a_codex_run_reads_as_its_commands_file_changes_and_plan(owner_client, person, runner):
     codex = (Path(__file__).parent / "fixtures" / "codex_exec.jsonl").read_bytes()
     run = _running_run(person, runner, provider="codex", log=codex)
