@@ -1,6 +1,7 @@
 from django.urls import path
 
 from composition.board_pages import board_views, import_views, task_repository_views
+from composition.run_watch import views as run_watch_views
 
 app_name = "board"
 
@@ -9,6 +10,8 @@ urlpatterns = [
     path("tasks/<int64:task_id>/", board_views.task_panel, name="task"),
     path("tasks/<int64:task_id>/move/", board_views.task_move_view, name="task_move"),
     path("tasks/<int64:task_id>/repository/", task_repository_views.task_repository_view, name="task_repository"),
+    path("tasks/<int64:task_id>/watch/", run_watch_views.task_run_watch, name="task_run_watch"),
+    path("tasks/<int64:task_id>/runs/<int64:run_id>/log/", run_watch_views.task_run_log, name="task_run_log"),
     path("priorities/", import_views.priorities, name="priorities"),
     path("campaigns/", import_views.campaigns, name="campaigns"),
     path("priorities/preview/", import_views.priorities_preview_partial, name="priorities_preview"),
