@@ -163,7 +163,7 @@ class RowWriter:
             old_first, old_last, new_first, new_last = hunk_spans(hunk)
             if new_first > new_end + 1:
                 out.append(self.gap_row(path, Gap(old=old_end + 1, new=new_end + 1, end=new_first - 1)))
-            out.append(self._header(hunk["header"]))
+            out.append(self._header(hunk))
             out.append(self._lines(path, hunk["lines"], html, seen))
             old_end, new_end = old_last, new_last
         if trailing and hunks:
@@ -199,7 +199,10 @@ class RowWriter:
         if quoted is None:
             quoted = self._quoted[path] = quote(path, safe="")
         query = f"path={quoted}&amp;old={gap.old}&amp;new={gap.new}&amp;end={gap.end}&amp;view={self.view}"
-        what = f"Show {gap.size} more lines" if gap.size and gap.size <= 2 * CONTEXT_STEP else "Show more lines"
+        if gap.size and gap.size <= 2 * CONTEXT_STEP:
+            what = f"Show {gap.size} more line{'s' if gap.size > 1 else ''}"
+        else:
+            what = "Show more lines"
         where = f"lines {gap.new}–{gap.end}" if gap.end else f"after line {gap.new - 1}"
         return (
             f'<tr class="gap"><td colspan="{self.columns}"><button type="button" class="more" '
@@ -207,8 +210,9 @@ class RowWriter:
             f'aria-label="{what}: {where}">⋯ {what}</button></td></tr>'
         )
 
-    def _header(self, header: str) -> str:
-        text = f"@@ {escape(header)}" if header else "@@"
+    def _header(self, hunk: dict) -> str:
+        ranges = f"@@ -{hunk['old_start']},{hunk['old_lines']} +{hunk['new_start']},{hunk['new_lines']} @@"
+        text = f"{ranges} {escape(hunk['header'])}" if hunk["header"] else ranges
         return f'<tr class="hunk"><td colspan="{self.columns}">{text}</td></tr>'
 
     def _lines(self, path: str, lines: list[dict], html, seen: set[int]) -> str:
