@@ -125,6 +125,26 @@ def _has_branch(task: Task) -> bool:
     return True  # task_change below refuses a missing one with its own 409
 
 
+def _comments_carried(*, task: Task, decision: str, ids: list[int]) -> list[ReviewComment]:
+    """The task's comments ``ids`` not yet sent with a request for changes; 400 naming any other."""
+    if not ids:
+        return []
+    if decision != D.REQUEST_CHANGES:
+        raise DomainError(
+            "Only a request for changes carries comments; an approval takes none.",
+            extra={"errors": {"comment_ids": ["Not with approve."]}},
+        )
+    found = list(ReviewComment.objects.filter(task=task, pk__in=ids, review__isnull=True).order_by("created_at", "id"))
+    missing = sorted(set(ids) - {c.pk for c in found})
+    if missing:
+        raise DomainError(
+            f"Comments {', '.join(map(str, missing))} are not comments of task {task.pk} waiting to be sent "
+            "(already sent with a request for changes, or another task's).",
+            extra={"errors": {"comment_ids": [f"Not comments of task {task.pk} waiting to be sent."]}},
+        )
+    return found
+
+
 def follow_up_prompt(*, message: str, comments: list[dict]) -> str:
     """What the agent is told: the message, then each comment under its place."""
     parts = [message.strip()] if message.strip() else []
@@ -146,13 +166,18 @@ def task_review(
     message: str = "",
     comments: list[dict] | None = None,
     provider: str | None = None,
+    comment_ids: list[int] | None = None,
 ) -> TaskReview:
     """Approve the task's change, or request changes: a run continuing the latest run's session
     (``provider`` given: a fresh session of that provider) with the message and comments as its
-    prompt. 409 when the task has no run, a run still going, or no branch; nothing is written then."""
+    prompt. ``comment_ids``: comments already written on the change (a person's, a review run's)
+    that go with the request too, not copied. 409 when the task has no run, a run still going, or no
+    branch; nothing is written then."""
     require_reviewer(actor=actor, task=task)
-    comments = comments or []
     task = Task.objects.select_for_update(of=("self",)).select_related("repository__runner").get(pk=task.pk)
+    carried = _comments_carried(task=task, decision=decision, ids=comment_ids or [])
+    new_comments = comments or []
+    comments = new_comments + [{"path": c.path, "line": c.line, "body": c.body} for c in carried]
     active = Run.objects.filter(task=task, status__in=Run.ACTIVE).values_list("pk", "status").first()
     if active is not None:
         raise DomainError(
@@ -198,8 +223,9 @@ def task_review(
             review.run = run_queue_follow_up(actor=actor, previous=latest, prompt=prompt)
         review.save(update_fields=["run", "updated_at"])
         ReviewComment.objects.bulk_create(
-            ReviewComment(task=task, author=actor.label, review=review, **_author(actor), **c) for c in comments
+            ReviewComment(task=task, author=actor.label, review=review, **_author(actor), **c) for c in new_comments
         )
+        ReviewComment.objects.filter(pk__in=[c.pk for c in carried]).update(review=review)
     event_record(
         name="task.reviewed",
         subject_type="task",

@@ -14,9 +14,11 @@ parsed with ``unidiff``, never by hand. Everything in it (paths, content) is the
 caller escapes it wherever it is shown.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.core.cache import cache
 from unidiff import PatchSet
 
 from board.models import Task
@@ -28,6 +30,8 @@ from workspaces.worktrees.git import git_output
 DIFF_MAX_FILES = 500
 DIFF_MAX_FILE_BYTES = 1024 * 1024  # either side of one file, as stored in git
 DIFF_MAX_BYTES = 16 * 1024 * 1024  # all the files shown, added up the same way
+CACHE_SECONDS = 24 * 3600
+CACHE_MAX_CHARS = 4 * 1024 * 1024  # a larger change is read again each time rather than held
 
 # A diff never runs a program the repository's config or attributes name (an agent can write both).
 _DIFF_FLAGS = ("-c", "core.quotePath=false", "diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M")
@@ -127,6 +131,29 @@ def task_change(*, task: Task, parse: bool = True) -> TaskChange:
             code="conflict",
         )
     base = git_output(path, "merge-base", tip, head).decode().strip()
+    # Two commits' diff never changes: read and parse once, then from the cache (a person reading the
+    # page and the API's readers ask for the same change again and again).
+    key = f"task-change:1:{hashlib.sha256(path.encode()).hexdigest()[:16]}:{base}:{head}:{int(parse)}"
+    key += f":{DIFF_MAX_FILES}:{DIFF_MAX_FILE_BYTES}:{DIFF_MAX_BYTES}"
+    cached = cache.get(key)
+    if cached is None:
+        cached = _read(path, base, head, parse=parse)
+        if len(cached[1]) <= CACHE_MAX_CHARS:
+            cache.set(key, cached, timeout=CACHE_SECONDS)
+    files, text = cached
+    return TaskChange(
+        task_id=task.pk,
+        repository=task.repository.name,
+        branch=branch,
+        base_branch=base_branch,
+        base_commit=base,
+        head_commit=head,
+        files=files,
+        text=text,
+    )
+
+
+def _read(path: str, base: str, head: str, *, parse: bool) -> tuple[list[DiffFile], str]:
     files = _listing(path, base, head)
     shown = [f for f in files if not f.too_large]
     text = ""
@@ -142,16 +169,7 @@ def task_change(*, task: Task, parse: bool = True) -> TaskChange:
     # Text before the first "diff --git" is commentary to git apply and patch; a path is the agent's,
     # so a newline in it must not start a line of the diff.
     preamble = "".join(f"# {_one_line(f.path)}: {f.too_large}\n" for f in files if f.too_large)
-    return TaskChange(
-        task_id=task.pk,
-        repository=task.repository.name,
-        branch=branch,
-        base_branch=base_branch,
-        base_commit=base,
-        head_commit=head,
-        files=files,
-        text=preamble + text,
-    )
+    return files, preamble + text
 
 
 def _one_line(text: str) -> str:

@@ -109,5 +109,9 @@ CATALOGUE: dict[str, Spec] = {
     # issue 15: OTLP
     "otlp.protobuf": Spec("otlp_bench.py", "OTLP protobuf, 1,000 records per export, 8 clients", "records/s", UP, "batch events endpoint (1,000 per POST) in the phases beside it, events/s", ratio_at_least(0.5)),
     "otlp.json": Spec("otlp_bench.py", "OTLP JSON, 1,000 records per export, 8 clients", "records/s", UP, "batch events endpoint (1,000 per POST) in the phases beside it, events/s", ratio_at_least(0.5)),
+    # issue 25: reviewing a task's change
+    "review.page_p95": Spec("diff_bench.py", "change page render, 5,000 lines in 200 files, p95 (SQLite)", "ms", DOWN, NO_RAW, Aim("<=", 300, "ms")),
+    "review.diff_json_p95": Spec("diff_bench.py", "GET /tasks/{id}/diff/?format=json, 5,000 lines in 200 files, p95", "ms", DOWN, "git diff of the same branches, p95 ms", Aim("<=", 1.5, on="ratio")),
+    "review.huge_page": Spec("diff_bench.py", "change page render, 10,000 files and a 50 MB file, median of 3", "ms", DOWN, NO_RAW, None),
 }
 # fmt: on

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runners.pages import views
+from runners.pages import change_views, views
 
 app_name = "runners"
 
@@ -10,4 +10,8 @@ urlpatterns = [
     path("runners/tasks/<int64:task_id>/answer/", views.task_answer, name="task_answer"),
     path("runners/runs/<int64:run_id>/stop/", views.run_stop_view, name="run_stop"),
     path("runners/sessions/<str:session_id>/run/", views.session_run, name="session_run"),
+    path("tasks/<int64:task_id>/change/", change_views.task_change_view, name="task_change"),
+    path("tasks/<int64:task_id>/change/lines/", change_views.task_change_lines, name="task_change_lines"),
+    path("tasks/<int64:task_id>/change/comments/", change_views.task_change_comment, name="task_change_comment"),
+    path("tasks/<int64:task_id>/change/review/", change_views.task_change_review, name="task_change_review"),
 ]
