@@ -161,7 +161,9 @@ class RoomField(serializers.DictField):
             raise serializers.ValidationError("At most 100 providers.")
         bad = [name for name in data if not RegexValidator(PROVIDER_PATTERN).regex.match(name)]
         if bad:
-            raise serializers.ValidationError(f"{bad[0][:64]!r} is not a provider name (letters, digits, '.', '_', '-').")
+            raise serializers.ValidationError(
+                f"{bad[0][:64]!r} is not a provider name (letters, digits, '.', '_', '-')."
+            )
         if any(isinstance(value, bool) or not isinstance(value, int) for value in data.values()):
             raise serializers.ValidationError("Each provider's room must be a whole number of runs.")
         return super().to_internal_value(data)

@@ -28,7 +28,9 @@ TOTAL_MB, AVAILABLE_MB, MIN_FREE_MB, HOG_MB = 4000, 1700, 1000, 500
 
 
 def meminfo(available_mb: int) -> str:
-    return f"MemTotal:       {TOTAL_MB * 1024} kB\nMemFree:          10240 kB\nMemAvailable:   {available_mb * 1024} kB\n"
+    return (
+        f"MemTotal:       {TOTAL_MB * 1024} kB\nMemFree:          10240 kB\nMemAvailable:   {available_mb * 1024} kB\n"
+    )
 
 
 # The agent takes memory for real (64 MB touched), shows the machine 600 MB fewer available while it

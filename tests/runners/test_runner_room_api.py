@@ -180,7 +180,9 @@ def test_a_provider_bigger_than_any_machine_says_so_and_the_run_stays_queued(pag
 
     html = _card(page_client, run)
 
-    assert "No runner&#x27;s machine has room for a claude run: it needs 8000 MB and the largest, build-1, allows" in html
+    assert (
+        "No runner&#x27;s machine has room for a claude run: it needs 8000 MB and the largest, build-1, allows" in html
+    )
     assert "allows 2976 MB (4000 MB in all, 1024 MB kept free)" in html
     assert Run.objects.get(pk=run.pk).status == "queued"
 
@@ -200,8 +202,7 @@ def test_a_runner_with_room_or_without_a_memory_report_leaves_the_usual_text(
     assert "Waiting for a runner that offers <code>claude</code>" in html and "with room" not in html
     # both lack it: the one closest to room is named
     Runner.objects.filter(pk=other.pk).update(room={"claude": 0}, memory={**MEMORY, "available_mb": 1520})
-    html = _card(page_client, run)
-    assert "Waiting for a runner with room: build-2 offers claude" in html, [l for l in html.splitlines() if "aiting" in l or "room" in l]
+    assert "Waiting for a runner with room: build-2 offers claude" in _card(page_client, run)
 
 
 def test_the_runners_page_shows_memory_and_load_and_escapes_provider_names(page_client, runner):

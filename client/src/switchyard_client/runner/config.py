@@ -164,7 +164,9 @@ def parse_provider(name: str, table: Any, *, base: ProviderConfig | None = None)
                     f"{where} home_files", f"{name!r} must be a path inside the home, like .claude/settings.json"
                 )
     if "memory_mb" in table:
-        out.memory_mb = _number(table["memory_mb"], f"{where} memory_mb", minimum=0, integer=True, maximum=MEMORY_MB_MAX)
+        out.memory_mb = _number(
+            table["memory_mb"], f"{where} memory_mb", minimum=0, integer=True, maximum=MEMORY_MB_MAX
+        )
     for flag in ("enabled", "hooks", "prompt_stdin", "sandbox"):
         if flag in table:
             if not isinstance(table[flag], bool):

@@ -134,4 +134,6 @@ class RoomKeeper:
         room = {}
         for name, need in self.needs_mb.items():
             room[name] = ROOM_MAX if need <= 0 else max(0, min(ROOM_MAX, spare // need))
-        return Room(memory=memory, min_free_mb=self.min_free_mb, reserved_mb=reserved, needs_mb=self.needs_mb, room=room)
+        return Room(
+            memory=memory, min_free_mb=self.min_free_mb, reserved_mb=reserved, needs_mb=self.needs_mb, room=room
+        )
