@@ -323,6 +323,8 @@ class Runner:
                 mode = "new"
             else:
                 mode = "resume"
+            if mode in ("new", "resume"):
+                self.room.reserve(state.id, state.provider)  # an agent about to start, as in accept()
             self.register(RunWorker(self, state, mode))
             if item.get("cancel"):
                 self.workers[state.id].cancel()
