@@ -3,11 +3,11 @@
 A runner gets at most its free capacity (capacity minus the runs it holds), oldest run first, of
 the runs whose provider it offers and whose task's runner requirements (labels ``runner:<label>``)
 its labels meet, and, when the runner says how much room its machine's memory has (``room``:
-provider -> runs, runners/room.py), no more than that. No run is ever handed to two runners: each is taken under its row lock (on
-PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so runners racing for the queue pass over each
-other's rows instead of queueing on them; on SQLite the IMMEDIATE transaction serialises the
-writers) and moved queued -> assigned only if it is still queued. The runner's own row is locked
-first, so two polls of one runner cannot both fill the same free slot.
+provider -> runs, runners/room.py), no more than that. No run is ever handed to two runners: each
+is taken under its row lock (on PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so runners
+racing for the queue pass over each other's rows instead of queueing on them; on SQLite the
+IMMEDIATE transaction serialises the writers) and moved queued -> assigned only if it is still
+queued. The runner's own row is locked first, so two polls of one runner cannot both fill the same free slot.
 """
 
 import time
