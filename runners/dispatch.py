@@ -114,15 +114,18 @@ def runs_dispatch(*, actor: Actor, runner: Runner, room: dict[str, int] | None =
     return taken
 
 
-def runner_next(*, actor: Actor, runner: Runner, wait: float, room: dict[str, int] | None = None) -> NextResult:
+def runner_next(*, actor: Actor, runner: Runner, wait: float, report: dict | None = None) -> NextResult:
     """The long poll: answer at once with runs handed out or cancels pending, else look again every
     POLL_SECONDS, or at once when a run is queued in this process (runners/queue_wake.py), until
     ``wait`` (capped by RUNNER_POLL_MAX_SECONDS) has passed or the process is stopping
     (config/process_stop.py), then answer empty.
-    ``room`` is the runner's as it asked (runners/room.py): it bounds every look of this poll.
+    ``report``: what the runner said with its ask, stored as a heartbeat's; its ``room``
+    (runners/room.py; absent or None: no limit) bounds every look of this poll.
     Runs outside any transaction, so each look sees what committed meanwhile."""
     deadline = time.monotonic() + max(0.0, min(wait, settings.RUNNER_POLL_MAX_SECONDS))
-    runner_seen(runner=runner, report={} if room is None else {"room": room})  # a poll is a heartbeat too
+    report = report or {}
+    room = report.get("room")
+    runner_seen(runner=runner, report=report)  # a poll is a heartbeat too
     while True:
         seen = queue_generation()  # read before the look: a run queued after it wakes the wait below
         runs = runs_dispatch(actor=actor, runner=runner, room=room)

@@ -182,7 +182,8 @@ class RunnerNextView(APIView):
         actor = actor_from_request(request)
         runner = runner_for_actor(actor=actor)
         data = validate_input(s.NextInput, request.data)
-        found = runner_next(actor=actor, runner=runner, wait=data["wait"], room=data.get("room"))
+        report = {"room": data["room"]} if "room" in data else {}
+        found = runner_next(actor=actor, runner=runner, wait=data["wait"], report=report)
         return Response({"runs": [_assignment(run) for run in found.runs], "cancel": found.cancel})
 
 

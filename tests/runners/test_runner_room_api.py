@@ -17,8 +17,7 @@ MEMORY = {"available_mb": 1500, "total_mb": 4000, "min_free_mb": 1024, "reserved
 
 
 def ask(client, room, wait=0):
-    body = {"wait": wait} if room is ... else {"wait": wait, "room": room}
-    response = client.post(NEXT, body, format="json")
+    response = client.post(NEXT, {"wait": wait, "room": room}, format="json")
     assert response.status_code == 200, response.json()
     return [item["id"] for item in response.json()["runs"]]
 
@@ -61,17 +60,14 @@ def test_runs_of_several_providers_share_the_room(runner_client, queue_run):
     assert ask(runner_client, {"claude": 1, "demo": 3}) == [claude.pk]
 
 
-def test_without_room_capacity_alone_counts_as_before(runner_client, queue_run):
+def test_null_room_is_capacity_alone(runner_client, queue_run):
+    # (a runner that cannot read its memory; one that sends no room at all is test_runner_next_api.py's)
     first, second, third = (queue_run(provider="claude") for _ in range(3))
 
-    assert ask(runner_client, ...) == [first.pk, second.pk]
-    assert statuses(third) == ["queued"]
-
-
-def test_null_room_is_no_limit(runner_client, queue_run):
-    first = queue_run(provider="claude")
-
-    assert ask(runner_client, None) == [first.pk]
+    assert ask(runner_client, {"claude": 0}) == []
+    assert ask(runner_client, None) == [first.pk, second.pk]
+    assert statuses(third) == ["queued"]  # capacity 2 is full
+    assert Runner.objects.get(pk=runner_client.runner.pk).room is None
 
 
 @pytest.mark.parametrize(
