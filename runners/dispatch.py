@@ -2,11 +2,12 @@
 
 A runner gets at most its free capacity (capacity minus the runs it holds), oldest run first, of
 the runs whose provider it offers and whose task's runner requirements (labels ``runner:<label>``)
-its labels meet. No run is ever handed to two runners: each is taken under its row lock (on
-PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so runners racing for the queue pass over each
-other's rows instead of queueing on them; on SQLite the IMMEDIATE transaction serialises the
-writers) and moved queued -> assigned only if it is still queued. The runner's own row is locked
-first, so two polls of one runner cannot both fill the same free slot.
+its labels meet, and, when the runner says how much room its machine's memory has (``room``:
+provider -> runs, runners/room.py), no more than that. No run is ever handed to two runners: each
+is taken under its row lock (on PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so runners
+racing for the queue pass over each other's rows instead of queueing on them; on SQLite the
+IMMEDIATE transaction serialises the writers) and moved queued -> assigned only if it is still
+queued. The runner's own row is locked first, so two polls of one runner cannot both fill the same free slot.
 """
 
 import time
@@ -24,6 +25,7 @@ from runners.heartbeat import HELD, runner_seen, runs_to_cancel
 from runners.identities import run_agent_get_or_create
 from runners.models import Run, Runner
 from runners.queue_wake import queue_generation, queue_wait
+from runners.room import RoomBudget
 from runners.services import run_transition
 
 POLL_SECONDS = 0.1  # how often a waiting poll looks at the queue again
@@ -46,23 +48,25 @@ def task_runner_requirements(labels) -> set[str]:
     }
 
 
-def _matching_queued(runner: Runner):
-    """Queued runs of a provider it offers, whose task's repository (if any) is on the server's
-    machine or on this runner's: a runner-hosted clone is worked only where it is."""
+def _matching_queued(runner: Runner, budget: RoomBudget):
+    """Queued runs of a provider it offers and has room for, whose task's repository (if any) is on
+    the server's machine or on this runner's: a runner-hosted clone is worked only where it is."""
     return Run.objects.filter(
         Q(task__repository__runner__isnull=True) | Q(task__repository__runner=runner),
         status=Run.Status.QUEUED,
-        provider__in=[p for p in runner.providers if p],
+        provider__in=[p for p in runner.providers if p and budget.has_room(p)],
     )
 
 
-def runs_dispatch(*, actor: Actor, runner: Runner) -> list[Run]:
-    """Assign up to the runner's free capacity of matching queued runs to it; returns them."""
+def runs_dispatch(*, actor: Actor, runner: Runner, room: dict[str, int] | None = None) -> list[Run]:
+    """Assign up to the runner's free capacity of matching queued runs to it, within ``room`` when
+    given (None: capacity alone); returns them."""
     if runner.status == Runner.Status.DRAINING or not runner.providers:
         return []
+    budget = RoomBudget(room)
     # A look without a transaction first: most polls find nothing, and on SQLite every
     # transaction takes the write lock.
-    if not _matching_queued(runner).exists():
+    if not _matching_queued(runner, budget).exists():
         return []
     taken: list[Run] = []
     with transaction.atomic():
@@ -73,14 +77,16 @@ def runs_dispatch(*, actor: Actor, runner: Runner) -> list[Run]:
         if free <= 0:
             return []
         labels = set(runner.labels or [])
-        candidates = _matching_queued(runner).order_by("created_at", "id").values_list("id", "task__labels")
+        candidates = (
+            _matching_queued(runner, budget).order_by("created_at", "id").values_list("id", "provider", "task__labels")
+        )
         # Short: an answer that never reached a runner (killed mid-poll) must not hold the run for long.
         lease = timezone.now() + timedelta(
             seconds=min(settings.RUNNER_ASSIGN_ACK_SECONDS, settings.RUNNER_LEASE_SECONDS)
         )
         agents = {}
-        for run_id, task_labels in candidates[:CANDIDATES]:
-            if not task_runner_requirements(task_labels) <= labels:
+        for run_id, provider, task_labels in candidates[:CANDIDATES]:
+            if not task_runner_requirements(task_labels) <= labels or not budget.fits(provider):
                 continue
             # Still queued, and nobody else is taking it right now (their lock is skipped, not waited on).
             run = (
@@ -90,6 +96,7 @@ def runs_dispatch(*, actor: Actor, runner: Runner) -> list[Run]:
             )
             if run is None:
                 continue
+            budget.take(run.provider)
             if run.provider not in agents:
                 agents[run.provider] = run_agent_get_or_create(provider=run.provider, runner=runner)
             taken.append(
@@ -107,17 +114,21 @@ def runs_dispatch(*, actor: Actor, runner: Runner) -> list[Run]:
     return taken
 
 
-def runner_next(*, actor: Actor, runner: Runner, wait: float) -> NextResult:
+def runner_next(*, actor: Actor, runner: Runner, wait: float, report: dict | None = None) -> NextResult:
     """The long poll: answer at once with runs handed out or cancels pending, else look again every
     POLL_SECONDS, or at once when a run is queued in this process (runners/queue_wake.py), until
     ``wait`` (capped by RUNNER_POLL_MAX_SECONDS) has passed or the process is stopping
     (config/process_stop.py), then answer empty.
+    ``report``: what the runner said with its ask, stored as a heartbeat's; its ``room``
+    (runners/room.py; absent or None: no limit) bounds every look of this poll.
     Runs outside any transaction, so each look sees what committed meanwhile."""
     deadline = time.monotonic() + max(0.0, min(wait, settings.RUNNER_POLL_MAX_SECONDS))
-    runner_seen(runner=runner)  # a poll is a heartbeat too
+    report = report or {}
+    room = report.get("room")
+    runner_seen(runner=runner, report=report)  # a poll is a heartbeat too
     while True:
         seen = queue_generation()  # read before the look: a run queued after it wakes the wait below
-        runs = runs_dispatch(actor=actor, runner=runner)
+        runs = runs_dispatch(actor=actor, runner=runner, room=room)
         cancel = runs_to_cancel(runner=runner)
         left = deadline - time.monotonic()
         if runs or cancel or left <= 0 or process_stopping():

@@ -30,11 +30,25 @@ class Runner(TimeStampedModel):
     version = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OFFLINE)
     last_seen_at = models.DateTimeField(null=True, blank=True)
+    # What its machine has room for (runners/room.py), as its last heartbeat or ask for work said.
+    room = models.JSONField(
+        null=True,
+        blank=True,
+        help_text='Provider -> how many more runs of it its memory takes now, e.g. {"claude": 0, "demo": 40}; '
+        "empty: not reported (capacity alone counts).",
+    )
+    memory = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Its machine's memory in MB: available_mb, total_mb, min_free_mb, reserved_mb, needs_mb.",
+    )
+    load = models.FloatField(null=True, blank=True, help_text="Its machine's 1-minute load average.")
 
     class Meta:
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(condition=Q(capacity__gte=1), name="runner_capacity_positive"),
+            models.CheckConstraint(condition=Q(load__isnull=True) | Q(load__gte=0), name="runner_load_not_negative"),
             models.CheckConstraint(
                 condition=Q(status__in=["online", "offline", "draining"]), name="runner_status_valid"
             ),

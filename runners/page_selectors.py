@@ -9,6 +9,7 @@ from django.db.models import Prefetch, QuerySet
 from board.models import Task
 from config.api.errors import DomainError
 from runners.models import Run, Runner
+from runners.room import RoomWait, room_wait
 from runners.selectors import runner_list
 from sessions_app.models import Agent, AgentSession, StreamEvent
 from sessions_app.selectors import session_question
@@ -82,6 +83,7 @@ class RunBox:
     question: StreamEvent | None = None  # its open question (None: it asked without recording one)
     answer: str = ""  # an answer sent back with an error, kept for the person to correct
     answered: bool = False
+    room: RoomWait | None = None  # the active run is queued for lack of a runner's memory
 
     @property
     def question_text(self) -> str:
@@ -129,6 +131,7 @@ def task_run_box(*, task: Task, error: str = "", answer: str = "", answered: boo
         question=session_question(session=waiting) if waiting is not None else None,
         answer=answer,
         answered=answered,
+        room=room_wait(run=active) if active is not None and not active.cancel_requested_at else None,
     )
 
 

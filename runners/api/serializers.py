@@ -99,6 +99,9 @@ class RunnerOutput(serializers.ModelSerializer):
             "version",
             "status",
             "last_seen_at",
+            "room",
+            "memory",
+            "load",
         ]
 
 
@@ -132,6 +135,70 @@ class WorktreeReport(StrictSerializer):
     recent_files = RecentFileReport(many=True, required=False, max_length=20)
 
 
+class JsonNumberField(serializers.FloatField):
+    """A JSON number only: DRF's FloatField would take "5" and true."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+MEMORY_MB_MAX = 1 << 24  # 16 TB
+ROOM_MAX = 10_000
+
+
+class RoomField(serializers.DictField):
+    """``{"<provider>": <runs>}``: how many more runs of each provider its machine's memory takes now."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=serializers.IntegerField(min_value=0, max_value=ROOM_MAX), **kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            self.fail("not_a_dict", input_type=type(data).__name__)
+        if len(data) > 100:
+            raise serializers.ValidationError("At most 100 providers.")
+        bad = [name for name in data if not RegexValidator(PROVIDER_PATTERN).regex.match(name)]
+        if bad:
+            raise serializers.ValidationError(
+                f"{bad[0][:64]!r} is not a provider name (letters, digits, '.', '_', '-')."
+            )
+        if any(isinstance(value, bool) or not isinstance(value, int) for value in data.values()):
+            raise serializers.ValidationError("Each provider's room must be a whole number of runs.")
+        return super().to_internal_value(data)
+
+
+ROOM_HELP = (
+    'How many more runs of each provider its memory takes now, e.g. {"claude": 0, "demo": 40}: the server '
+    "hands out no more than that (a provider left out has no room). Absent or null: no limit but capacity."
+)
+
+
+class MemoryReport(StrictSerializer):
+    available_mb = serializers.IntegerField(min_value=0, max_value=MEMORY_MB_MAX, help_text="MemAvailable.")
+    total_mb = serializers.IntegerField(min_value=0, max_value=MEMORY_MB_MAX, help_text="MemTotal.")
+    min_free_mb = serializers.IntegerField(
+        required=False, default=0, min_value=0, max_value=MEMORY_MB_MAX, help_text="What it leaves to the machine."
+    )
+    reserved_mb = serializers.IntegerField(
+        required=False, default=0, min_value=0, max_value=MEMORY_MB_MAX, help_text="Held for runs just started."
+    )
+    needs_mb = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=MEMORY_MB_MAX),
+        required=False,
+        default=dict,
+        help_text="Each provider's memory_mb: what one run of it takes.",
+    )
+
+    def validate(self, attrs):
+        if attrs["available_mb"] > attrs["total_mb"]:
+            raise serializers.ValidationError({"available_mb": ["Must not exceed total_mb."]})
+        if len(attrs["needs_mb"]) > 100:
+            raise serializers.ValidationError({"needs_mb": ["At most 100 providers."]})
+        return attrs
+
+
 class HeartbeatInput(StrictSerializer):
     """Every field is optional; what is sent replaces the runner's (but for labels: see there)."""
 
@@ -153,6 +220,9 @@ class HeartbeatInput(StrictSerializer):
     version = serializers.CharField(required=False, allow_blank=True, max_length=64)
     draining = serializers.BooleanField(required=False, help_text="Finish the runs held; take no new ones.")
     runs = HeldRunReport(many=True, required=False, help_text="The runs the runner believes it holds.")
+    room = RoomField(required=False, allow_null=True, help_text=ROOM_HELP)
+    memory = MemoryReport(required=False, allow_null=True, help_text="Its machine's memory, in MB.")
+    load = JsonNumberField(required=False, allow_null=True, min_value=0, max_value=1e6, help_text="1-minute load.")
     worktrees = WorktreeReport(
         many=True,
         required=False,
@@ -213,19 +283,11 @@ class HeartbeatOutput(serializers.Serializer):
     )
 
 
-class JsonNumberField(serializers.FloatField):
-    """A JSON number only: DRF's FloatField would take "5" and true."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
 class NextInput(StrictSerializer):
     wait = JsonNumberField(
         required=False, default=25, min_value=0, max_value=30, help_text="Seconds to wait for work; 0 answers at once."
     )
+    room = RoomField(required=False, allow_null=True, help_text=ROOM_HELP)
 
 
 class RepositoryBrief(serializers.Serializer):

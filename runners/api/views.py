@@ -175,13 +175,15 @@ class RunnerNextView(APIView):
         responses=s.NextOutput,
         summary="Ask for work: a long poll that hands out queued runs up to free capacity (runner key)",
         description="Answers at once when it hands out runs or a held run has a cancel pending; otherwise "
-        "looks again about every 100 ms for up to `wait` seconds, then answers empty. Also a heartbeat.",
+        "looks again about every 100 ms for up to `wait` seconds, then answers empty. Also a heartbeat. "
+        "With `room` it hands out no more runs of a provider than the runner's memory takes.",
     )
     def post(self, request):
         actor = actor_from_request(request)
         runner = runner_for_actor(actor=actor)
         data = validate_input(s.NextInput, request.data)
-        found = runner_next(actor=actor, runner=runner, wait=data["wait"])
+        report = {"room": data["room"]} if "room" in data else {}
+        found = runner_next(actor=actor, runner=runner, wait=data["wait"], report=report)
         return Response({"runs": [_assignment(run) for run in found.runs], "cancel": found.cancel})
 
 

@@ -70,7 +70,8 @@ def recording_cli(tmp_path, monkeypatch):
 def _start(tmp_path: Path, provider: str, prompt: str, *, resume: bool) -> dict:
     providers = providers_for(parse_config({"runner": {"url": "http://127.0.0.1:9"}}, env=ENV))
     runner = SimpleNamespace(
-        config=SimpleNamespace(url="http://127.0.0.1:9"),
+        # Unsandboxed: the fake CLIs write the argv they got to a file of the test's.
+        config=SimpleNamespace(url="http://127.0.0.1:9", sandbox=False),
         providers=providers,
         jobs=tmp_path / "jobs",
         store=_Store(tmp_path),

@@ -35,7 +35,7 @@ def _spawned_env(tmp_path, monkeypatch, *, url: str, provider_env: dict) -> dict
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://the-runners-own-collector:4318")
     provider = ProviderConfig(name="claude", command=["claude", "-p", "{prompt}"], env=provider_env)
     runner = SimpleNamespace(
-        config=SimpleNamespace(url=url),
+        config=SimpleNamespace(url=url, sandbox=False),  # the environment is what is looked at
         providers={"claude": provider},
         jobs=tmp_path,
         store=_Store(tmp_path),

@@ -46,6 +46,8 @@ config file (TOML; default ./switchyard-runner.toml, see switchyard-runner.examp
   root = "var/runner"                  # running-jobs/ (logs), runs/ (state), otlp-spool/ (telemetry not
                                        #   yet delivered); relative to the file
   grace_seconds = 10                   # SIGTERM → SIGKILL on cancel (and before a lease ends)
+  min_free_memory_mb = 1024            # a run starts only while MemAvailable minus this (and runs
+                                       #   started in the last 30 s) holds its provider's memory_mb
 
   [providers.NAME]                     # a new provider, or overrides of a built-in
   command = ["my-agent", "--task={prompt}"]
@@ -56,6 +58,7 @@ config file (TOML; default ./switchyard-runner.toml, see switchyard-runner.examp
   enabled = true
   hooks = false                        # true: the agent records its own tool calls (no duplicates)
   prompt_stdin = false                 # true: the prompt is the agent's standard input
+  memory_mb = 256                      # what one run takes (claude 512, codex/gemini 512, shell 256, demo 64)
 
   [repositories.NAME]                  # a git clone on this machine, registered as repository NAME:
   path = "/srv/src/shop"               #   its tasks run only on this runner, in worktrees made
@@ -142,9 +145,9 @@ def main(argv: list[str]) -> int:
         return exc.exit_code
     if args.check:
         print(f"runner {config.name} → {config.url} (capacity {config.capacity}, labels {config.labels or []})")
-        print(f"root {config.root}")
+        print(f"root {config.root}; keeps {config.min_free_memory_mb} MB of memory free")
         for name, provider in providers.items():
-            print(f"  {name}: {' '.join(provider.command)} [{provider.output}]")
+            print(f"  {name}: {' '.join(provider.command)} [{provider.output}; {provider.memory_mb} MB a run]")
         return _check_repositories(config)
     from switchyard_client.runner.loop import main as run
 

@@ -17,7 +17,19 @@ from typing import Any
 from switchyard_client.api.errors import ConfigurationError
 
 OUTPUTS = ("stream-json", "jsonl", "text")
-RUNNER_KEYS = {"url", "key", "name", "labels", "capacity", "root", "grace_seconds", "host", "sandbox", "sandbox_hide"}
+RUNNER_KEYS = {
+    "url",
+    "key",
+    "name",
+    "labels",
+    "capacity",
+    "root",
+    "grace_seconds",
+    "host",
+    "sandbox",
+    "sandbox_hide",
+    "min_free_memory_mb",
+}
 PROVIDER_KEYS = {
     "command",
     "resume_command",
@@ -29,6 +41,7 @@ PROVIDER_KEYS = {
     "prompt_stdin",
     "sandbox",
     "home_files",
+    "memory_mb",
 }
 # [runner] sandbox: true (every run in bubblewrap; a run fails when it cannot be), "if-available"
 # (sandboxed where bwrap works, else said once at start and run as plain processes), false (never).
@@ -36,6 +49,10 @@ SANDBOX_MODES = (True, False, "if-available")
 REPOSITORY_KEYS = {"path", "default_branch"}
 DEFAULT_ROOT = "./var/runner"
 DEFAULT_GRACE = 10.0
+# Memory the runner leaves to the rest of the machine: a run starts only while MemAvailable minus this
+# is at least its provider's memory_mb (room.py).
+DEFAULT_MIN_FREE_MEMORY_MB = 1024
+MEMORY_MB_MAX = 1 << 24  # 16 TB: a bigger figure is a typo
 # The built-in providers (providers.py): a config table of one of these names may leave out the command.
 BUILTIN_NAMES = ("claude", "codex", "gemini", "shell", "demo")
 
@@ -61,6 +78,9 @@ class ProviderConfig:
     prompt_stdin: bool = False  # the prompt is also the agent's standard input (else /dev/null)
     sandbox: bool = True  # false: this provider's agents run unsandboxed even where the runner sandboxes
     home_files: list[str] = field(default_factory=list)  # copied from the home into the sandbox's private home
+    # What one run of it takes (MB, resident): the runner starts one only while the machine has that
+    # to spare (room.py). None: the built-in's default, else DEFAULT_PROVIDER_MEMORY_MB (providers.py).
+    memory_mb: int | None = None
 
 
 @dataclass
@@ -85,6 +105,7 @@ class RunnerConfig:
     host: str = ""
     sandbox: bool | str = True  # one of SANDBOX_MODES
     sandbox_hide: list[Path] = field(default_factory=list)  # more folders or files the agents never see
+    min_free_memory_mb: int = DEFAULT_MIN_FREE_MEMORY_MB
     # What the file says about providers; the built-ins are merged in by providers.providers_for.
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     repositories: list[RepositoryConfig] = field(default_factory=list)
@@ -101,11 +122,12 @@ def _str_list(value: Any, where: str) -> list[str]:
     return list(value)
 
 
-def _number(value: Any, where: str, *, minimum: float, integer: bool = False) -> Any:
+def _number(value: Any, where: str, *, minimum: float, integer: bool = False, maximum: float | None = None) -> Any:
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or value < minimum:
+    if isinstance(value, bool) or not ok or value < minimum or (maximum is not None and value > maximum):
         kind = "an integer" if integer else "a number"
-        raise _fail(where, f"must be {kind} ≥ {minimum:g}, not {value!r}")
+        bounds = f"≥ {minimum:g}" if maximum is None else f"from {minimum:g} to {maximum:g}"
+        raise _fail(where, f"must be {kind} {bounds}, not {value!r}")
     return value
 
 
@@ -141,6 +163,10 @@ def parse_provider(name: str, table: Any, *, base: ProviderConfig | None = None)
                 raise _fail(
                     f"{where} home_files", f"{name!r} must be a path inside the home, like .claude/settings.json"
                 )
+    if "memory_mb" in table:
+        out.memory_mb = _number(
+            table["memory_mb"], f"{where} memory_mb", minimum=0, integer=True, maximum=MEMORY_MB_MAX
+        )
     for flag in ("enabled", "hooks", "prompt_stdin", "sandbox"):
         if flag in table:
             if not isinstance(table[flag], bool):
@@ -192,6 +218,13 @@ def parse_config(data: dict[str, Any], *, env: dict[str, str] | None = None, sou
     sandbox = runner.get("sandbox", True)
     if sandbox not in SANDBOX_MODES or not isinstance(sandbox, (bool, str)):
         raise _fail("[runner] sandbox", f'must be true, false or "if-available", not {sandbox!r}')
+    min_free = _number(
+        runner.get("min_free_memory_mb", DEFAULT_MIN_FREE_MEMORY_MB),
+        "[runner] min_free_memory_mb",
+        minimum=0,
+        integer=True,
+        maximum=MEMORY_MB_MAX,
+    )
     hide = []
     for item in _str_list(runner.get("sandbox_hide", []), "[runner] sandbox_hide"):
         path = Path(item).expanduser()
@@ -217,6 +250,7 @@ def parse_config(data: dict[str, Any], *, env: dict[str, str] | None = None, sou
         host=host,
         sandbox=sandbox,
         sandbox_hide=hide,
+        min_free_memory_mb=min_free,
         providers=providers,
         repositories=repositories,
         source=source,

@@ -27,6 +27,7 @@ from switchyard_client.runner.process import fenced_kill, read_exit_file, stop_g
 from switchyard_client.runner.repos import REPORT_EVERY, HostedRepository, repository_check
 from switchyard_client.runner.repos import reports as worktree_reports
 from switchyard_client.runner.repos import worktree_remove as hosted_worktree_remove
+from switchyard_client.runner.room import Room, RoomKeeper, load_1m
 from switchyard_client.runner.sandbox import bwrap_problem
 from switchyard_client.runner.state import RunState, StateStore, same_process
 from switchyard_client.runner.watchdog import lease_forget, lease_path, lease_write, watchdog_stop
@@ -34,6 +35,7 @@ from switchyard_client.runner.watcher import Watcher
 from switchyard_client.runner.worker import API_RETRY, RunWorker
 
 POLL_WAIT = 25
+ROOM_POLL_WAIT = 2  # while a provider lacks memory: ask again soon with what has freed meanwhile
 UNKNOWN_GRACE = 2  # heartbeats a held run we know nothing of is tolerated (its assignment may be in flight)
 
 
@@ -67,6 +69,11 @@ class Runner:
         self.reported_at = 0.0  # when the worktrees were last reported (0: with the next heartbeat)
         self.renewed_at = 0.0  # when the last heartbeat the server answered was sent
         self.watcher = Watcher(self.stop)
+        self.room = RoomKeeper(
+            min_free_mb=config.min_free_memory_mb,
+            needs_mb={name: int(p.memory_mb or 0) for name, p in providers.items()},
+        )
+        self.short_said: list[str] = []  # the providers last said to lack room
         # The agents' OTLP exports go through it: on disk before they are answered (otlp_relay.py), by
         # a keeper process that outlives this one (otlp_keeper.py).
         self.relay = OtlpRelay(
@@ -100,7 +107,12 @@ class Runner:
             "version": __version__,
             "draining": False,
             "runs": runs,
+            "load": load_1m(),
         }
+        room = self._room()
+        if room is not None:
+            body["room"] = room.room
+            body["memory"] = room.report()
         if self.repos and time.monotonic() - self.reported_at >= REPORT_EVERY:
             body["worktrees"] = worktree_reports(self.repos)
             self.reported_at = time.monotonic()
@@ -239,6 +251,25 @@ class Runner:
     def unregister(self, run_id: int) -> None:
         with self.lock:
             self.workers.pop(run_id, None)
+        self.room.release(run_id)
+
+    def _room(self) -> Room | None:
+        """The machine's room now (room.py); says when a provider comes to lack it or has it again."""
+        room = self.room.look()
+        short = room.short() if room is not None else []
+        if short != self.short_said:
+            for name in short:
+                if name not in self.short_said:
+                    self.console.say(
+                        f"no memory for another {name} run: it needs {room.needs_mb[name]} MB, "
+                        f"{max(0, room.spare_mb)} MB to spare ({room.memory.available_mb} MB available, "
+                        f"{room.min_free_mb} MB kept free, {room.reserved_mb} MB held for runs just started); "
+                        "its runs stay queued"
+                    )
+            if not short:
+                self.console.say("memory for every provider again")
+            self.short_said = short
+        return room
 
     def accept(self, assignment: dict[str, Any]) -> None:
         run_id = int(assignment["id"])
@@ -249,6 +280,7 @@ class Runner:
             id=run_id, attempt=int(assignment["attempt"]), provider=str(assignment["provider"]), assignment=assignment
         )
         self.store.save(state)
+        self.room.reserve(run_id, state.provider)
         self.register(RunWorker(self, state, "new"))
 
     def recover(self) -> bool:
@@ -291,6 +323,8 @@ class Runner:
                 mode = "new"
             else:
                 mode = "resume"
+            if mode in ("new", "resume"):
+                self.room.reserve(state.id, state.provider)  # an agent about to start, as in accept()
             self.register(RunWorker(self, state, mode))
             if item.get("cancel"):
                 self.workers[state.id].cancel()
@@ -298,8 +332,15 @@ class Runner:
 
     def poll_loop(self) -> None:
         while not self.stop.is_set():
+            body: dict[str, Any] = {"wait": POLL_WAIT}
+            room = self._room()
+            if room is not None:
+                # The server hands out no more than this; while some provider lacks it, ask again soon.
+                body["room"] = room.room
+                if room.short():
+                    body["wait"] = ROOM_POLL_WAIT
             try:
-                response = self.poll_api.request("POST", "runners/me/next/", json={"wait": POLL_WAIT}, idempotent=False)
+                response = self.poll_api.request("POST", "runners/me/next/", json=body, idempotent=False)
                 answer = response.json()
             except ConnectionFailed as exc:
                 self._reachable(False, exc.message)

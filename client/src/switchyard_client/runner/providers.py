@@ -59,6 +59,13 @@ _CLAUDE_COMMON = [
     CLAUDE_TOOLS,
 ]
 _GEMINI_COMMON = ["--output-format", "stream-json", "--approval-mode", "auto_edit"]
+# memory_mb, what one run takes (room.py admits a run only while the machine has it to spare).
+# Claude Code 2.1.332 (a single native binary) measured here at 208-220 MB resident through a
+# scripted run with tools and hooks (VmRSS of its process tree, sampled every 100 ms); 512 leaves
+# room for a long session's growing context and the commands its tools start. Codex and Gemini are
+# estimates (not measured here); demo is a small Python process; shell runs any command.
+MEMORY_MB = {"claude": 512, "codex": 512, "gemini": 512, "shell": 256, "demo": 64}
+DEFAULT_PROVIDER_MEMORY_MB = 256  # a [providers.<name>] of its own that does not say
 
 
 def _builtins() -> dict[str, ProviderConfig]:
@@ -239,6 +246,8 @@ def providers_for(config: RunnerConfig) -> dict[str, ProviderConfig]:
     for name, table in config.providers.items():
         merged[name] = parse_provider(name, table, base=merged.get(name))
     for provider in merged.values():
+        if provider.memory_mb is None:
+            provider.memory_mb = MEMORY_MB.get(provider.name, DEFAULT_PROVIDER_MEMORY_MB)
         check_template(provider.name, "command", provider.command)
         if provider.resume_command:
             check_template(provider.name, "resume_command", provider.resume_command)
