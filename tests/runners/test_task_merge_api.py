@@ -1,3 +1,4 @@
+# ruff: noqa: F811 (the fixtures imported from test_task_review_api are parameters here)
 """SPEC §10 "Ship" by API: POST /tasks/{id}/merge/ and /merge/resolve/, against a real git clone whose
 default branch is checked out (the user's checkout), with real conflicting commits."""
 
