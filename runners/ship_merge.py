@@ -67,7 +67,7 @@ def require_merger(*, actor: Actor, task: Task) -> None:
     )
 
 
-def _refuse_unready(task: Task) -> None:
+def refuse_unready(task: Task) -> None:
     """409 when there is nothing to merge yet: a repository on a runner, no run, a run still going."""
     repository = task.repository
     if repository is not None and repository.runner_id is not None:
@@ -138,7 +138,7 @@ def task_merge(*, actor: Actor, task: Task, strategy: str, force: bool = False) 
         )
     with transaction.atomic():
         task = Task.objects.select_for_update(of=("self",)).select_related("repository__runner").get(pk=task.pk)
-        _refuse_unready(task)
+        refuse_unready(task)
         clone, branch, head, _ = task_change_source(task=task)
         _refuse_unapproved(task=task, head=head, force=force, actor=actor)
         default = task.repository.default_branch
@@ -221,7 +221,7 @@ def task_merge_resolve_run(*, actor: Actor, task: Task) -> Run:
     files that conflict now. 409 when there is no conflict (any more) or no run to continue."""
     require_merger(actor=actor, task=task)
     task = Task.objects.select_for_update(of=("self",)).select_related("repository__runner").get(pk=task.pk)
-    _refuse_unready(task)
+    refuse_unready(task)
     clone, branch, head, tip = task_change_source(task=task)
     default = task.repository.default_branch
     if tip is None:

@@ -37,3 +37,23 @@ class MergeConflictOutput(serializers.Serializer):
     resolve = serializers.CharField(
         required=False, help_text="merge_conflict: POST .../merge/resolve/ asks the agent to resolve it."
     )
+
+
+class PullRequestOutput(serializers.Serializer):
+    remote = serializers.CharField()
+    branch = serializers.CharField()
+    pushed_commit = serializers.CharField(allow_blank=True)
+    state = serializers.ChoiceField(
+        choices=["", "pushed", "open", "merged", "closed"],
+        help_text="pushed: on the remote, no pull request; open, merged, closed: as GitHub last said.",
+    )
+    number = serializers.IntegerField(allow_null=True)
+    url = serializers.CharField(allow_blank=True)
+    github_repo = serializers.CharField(allow_blank=True)
+    error = serializers.CharField(allow_blank=True, help_text="Why the last attempt failed; empty: it worked.")
+    checked_at = serializers.DateTimeField(allow_null=True)
+
+
+class PullRequestResultOutput(serializers.Serializer):
+    message = serializers.CharField(help_text="What happened, in a sentence.")
+    pull_request = PullRequestOutput()

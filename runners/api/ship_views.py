@@ -10,7 +10,7 @@ from board import selectors as board_selectors
 from config.api.errors import DomainError
 from config.api.views import actor_from_request, validate_input
 from config.pages import BOARD
-from runners import ship_merge
+from runners import ship_merge, ship_pull_request
 from runners.api import ship_serializers as s
 from runners.api.serializers import RunOutput
 from runners.models import Run
@@ -86,3 +86,30 @@ class TaskMergeResolveView(APIView):
         run = ship_merge.task_merge_resolve_run(actor=actor, task=task)
         run = Run.objects.select_related("runner", "agent").get(pk=run.pk)
         return Response(RunOutput(run).data, status=201)
+
+
+class TaskPullRequestView(APIView):
+    allowed_groups = BOARD
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: s.PullRequestResultOutput,
+            403: OpenApiResponse(description="An agent's or a run's key, or another team's task."),
+            409: OpenApiResponse(
+                description="No branch, no run, a run still going, no such remote, the push refused, GitHub "
+                "refusing the token, its rate limit, or GitHub unreachable: the message says which. The failure is "
+                "kept for the card; the task and the branch are as they were."
+            ),
+        },
+        summary="Push the task's branch to the repository's remote and open a GitHub pull request",
+        description="Pushes `<type>-<task>` to the remote named in the repository's shipping settings (else "
+        "`origin`). With a GitHub token set and a github.com remote (or an owner/name in the settings) it opens a "
+        "pull request into the default branch, or links the one already open for the branch; beat then follows its "
+        f"state (open, merged, closed). A repository on a runner is a 409: {ship_pull_request.RUNNER_HOSTED}.",
+    )
+    def post(self, request, task_id: int):
+        actor = actor_from_request(request)
+        task = board_selectors.task_get_for_actor(actor=actor, task_id=task_id)
+        row, message = ship_pull_request.task_pull_request(actor=actor, task=task)
+        return Response({"message": message, "pull_request": s.PullRequestOutput(row).data})

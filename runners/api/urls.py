@@ -9,6 +9,7 @@ urlpatterns = [
     path("tasks/<int64:task_id>/review/", review_views.TaskReviewView.as_view(), name="task-review"),
     path("tasks/<int64:task_id>/merge/", ship_views.TaskMergeView.as_view(), name="task-merge"),
     path("tasks/<int64:task_id>/merge/resolve/", ship_views.TaskMergeResolveView.as_view(), name="task-merge-resolve"),
+    path("tasks/<int64:task_id>/pull-request/", ship_views.TaskPullRequestView.as_view(), name="task-pull-request"),
     path("runs/", views.RunListView.as_view(), name="run-list"),
     path("runs/<int64:run_id>/", views.RunDetailView.as_view(), name="run-detail"),
     path("runs/<int64:run_id>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
