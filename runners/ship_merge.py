@@ -13,6 +13,7 @@ the database write fail after git succeeded, the periodic "done means merged" pa
 finds the branch in the default one and moves the task then.
 """
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -139,20 +140,22 @@ def task_merge(*, actor: Actor, task: Task, strategy: str, force: bool = False) 
     with transaction.atomic():
         task = Task.objects.select_for_update(of=("self",)).select_related("repository__runner").get(pk=task.pk)
         refuse_unready(task)
-        clone, branch, head, _ = task_change_source(task=task)
-        _refuse_unapproved(task=task, head=head, force=force, actor=actor)
-        default = task.repository.default_branch
-        with clone_locked(clone):
+        with clone_locked(task.repository.path) if task.repository is not None else nullcontext():
+            # Read under the clone's lock: the branch and the default branch as git will merge them.
+            clone, branch, head, tip = task_change_source(task=task)
+            _refuse_unapproved(task=task, head=head, force=force, actor=actor)
             result = _merge_in_git(
-                actor=actor, task=task, clone=clone, branch=branch, default=default, strategy=strategy
+                actor=actor, task=task, clone=clone, branch=branch, head=head, tip=tip, strategy=strategy
             )
         result.forced = force
         _after_merge(actor=actor, result=result)
     return result
 
 
-def _merge_in_git(*, actor: Actor, task: Task, clone: str, branch: str, default: str, strategy: str) -> MergeResult:
-    _, _, head, tip = task_change_source(task=task)  # again, under the clone's lock
+def _merge_in_git(
+    *, actor: Actor, task: Task, clone: str, branch: str, head: str, tip: str | None, strategy: str
+) -> MergeResult:
+    default = task.repository.default_branch
     if tip is None:
         raise DomainError(f"{task.repository.name} has no local {default!r} branch to merge into.", code="conflict")
     if git_is_ancestor(clone, commit=head, of=tip):
@@ -200,19 +203,19 @@ def _after_merge(*, actor: Actor, result: MergeResult) -> None:
             "forced": result.forced,
         },
     )
-    task_done_after_merge(actor=actor, task=task)
-    result.task = Task.objects.get(pk=task.pk)
+    result.task = task_done_after_merge(actor=actor, task=task)
 
 
-def task_done_after_merge(*, actor: Actor, task: Task) -> None:
+def task_done_after_merge(*, actor: Actor, task: Task) -> Task:
     """The task to Done and its worktree's claims ended (the archive's retention takes it from there)."""
     if task.status != Task.Status.DONE:
-        task_move(actor=actor, task_id=task.pk, status=Task.Status.DONE)
+        task = task_move(actor=actor, task_id=task.pk, status=Task.Status.DONE).task
     trees = Worktree.objects.filter(repository_id=task.repository_id, name=str(task.pk), holder__isnull=False)
     for tree in trees.select_related("holder"):
         worktree_claims_end(
             actor=SYSTEM, agent=tree.holder, worktrees=Worktree.objects.filter(pk=tree.pk), reason="task merged"
         )
+    return task
 
 
 @transaction.atomic
