@@ -45,7 +45,7 @@ class PullRequest(TimeStampedModel):
     pushed_commit = models.CharField(max_length=64, blank=True)
     state = models.CharField(max_length=16, choices=State.choices, blank=True)
     number = models.PositiveIntegerField(null=True, blank=True)
-    url = models.URLField(max_length=500, blank=True)
+    url = models.CharField(max_length=500, blank=True, help_text="The pull request on GitHub (https).")
     github_repo = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True, help_text="Why the last push or GitHub call failed; empty: it worked.")
     checked_at = models.DateTimeField(null=True, blank=True, help_text="When GitHub was last asked its state.")
