@@ -13,8 +13,8 @@ from config.actors import SYSTEM, Actor
 from ledger.models import Event, ToolInvocation, WebhookDelivery, WebhookSubscription
 from ledger.webhooks import webhook_subscribe
 from runners.models import PullRequest, RepositoryShipping, ReviewComment, Run, Runner, TaskReview
-from runners.ship_secrets import token_encrypt
 from runners.services import run_queue, run_transition, runner_key_create
+from runners.ship_secrets import token_encrypt
 from sessions_app.keys import api_key_create, api_key_revoke
 from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent, ToolPolicy
 from tests.factories import (
