@@ -299,3 +299,18 @@ def test_the_merged_tasks_worktree_claim_ends_so_it_can_be_archived(staff_client
     assert tree.holder_id is None and tree.released_at is not None
     assert Agent.objects.filter(pk=holder.pk).exists()
     assert Worktree.objects.get(pk=tree.pk).status == Worktree.Status.ACTIVE
+
+
+def test_a_default_branch_checked_out_in_a_linked_worktree_moves_there_with_its_files(
+    staff_client, clone, task, branch, run
+):
+    git(clone, "checkout", "-q", "--detach")
+    trunk = clone.parent / "trunk-main"
+    git(clone, "worktree", "add", "-q", str(trunk), "main")
+    _approve(staff_client, task)
+
+    response = _merge(staff_client, task)
+
+    assert response.status_code == 200, response.json()
+    assert git(trunk, "rev-parse", "HEAD").strip() == response.json()["commit"]
+    assert "line five" in (trunk / "src/app.py").read_text() and git(trunk, "status", "--porcelain") == ""

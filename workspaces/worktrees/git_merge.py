@@ -59,11 +59,32 @@ def git_is_ancestor(clone: str | Path, *, commit: str, of: str) -> bool:
     return done.returncode == 0
 
 
+def _checked_out(clone: str | Path, branch: str) -> list[str]:
+    """The folders where ``branch`` is checked out. Read from the HEAD files of the clone's git folder
+    (its own and each linked worktree's) when it is a plain ``.git`` folder: a git process less on the
+    merge's path. Anything else (a gitfile, a HEAD that is not a symbolic ref) asks git."""
+    common = Path(clone) / ".git"
+    if not common.is_dir():
+        return [path for path, name in git_worktree_branches(clone).items() if name == branch]
+    wanted = f"ref: refs/heads/{branch}"
+    found = []
+    for head, folder in [(common / "HEAD", Path(clone))] + [
+        (tree / "HEAD", tree / "gitdir") for tree in (common / "worktrees").glob("*") if tree.is_dir()
+    ]:
+        try:
+            if head.read_text().strip() != wanted:
+                continue
+            found.append(str(folder if folder == Path(clone) else Path(folder.read_text().strip()).parent))
+        except OSError:
+            return [path for path, name in git_worktree_branches(clone).items() if name == branch]
+    return found
+
+
 def git_branch_advance(clone: str | Path, *, branch: str, old: str, new: str, reason: str) -> str | None:
     """Move ``branch`` from ``old`` to ``new`` (a descendant) in one step; returns the folder whose
     files moved with it, or None when the branch is checked out nowhere. 409 naming why when git
     refuses (a local change in that folder, or the branch moved since ``old`` was read)."""
-    checked_out = [path for path, name in git_worktree_branches(clone).items() if name == branch]
+    checked_out = _checked_out(clone, branch)
     if not checked_out:
         git_run(clone, "update-ref", "-m", reason, f"refs/heads/{branch}", new, old)
         return None
