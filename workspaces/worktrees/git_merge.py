@@ -10,8 +10,8 @@ the target branch move, in one step that fails whole:
 - elsewhere, ``git update-ref <new> <old>``: a compare-and-swap on the ref.
 
 So a conflict, a race or a dirty checkout leaves every ref and folder as it was. The caller holds
-``clone_locked`` around the whole sequence. Hooks never run (an agent may have written some), nor
-merge drivers or textconv programs that the repository's config names.
+``clone_locked`` around the whole sequence. Hooks and an fsmonitor program never run (an agent may
+have written some into the clone's git folder).
 """
 
 from dataclasses import dataclass
@@ -20,8 +20,10 @@ from pathlib import Path
 from config.api.errors import DomainError
 from workspaces.worktrees.git import git_completed, git_run, git_worktree_branches
 
-# No hooks: an agent's worktree shares the clone's git folder, so it could have written one.
-_SAFE = ("-c", "core.hooksPath=/dev/null")
+# No hooks and no fsmonitor program: an agent's worktree shares the clone's git folder, so it could
+# have written either. (Merge drivers and smudge filters named in that folder's config still run, as
+# in the person's own ``git merge``: the config is the clone's, trusted as the diff view trusts it.)
+_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 @dataclass(frozen=True)
