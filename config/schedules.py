@@ -58,6 +58,13 @@ def schedules() -> tuple[Schedule, ...]:
             "lost (and re-queued); such runners go offline.",
         ),
         Schedule(
+            name="ship: pull requests and merged branches",
+            task="runners.tasks.ship_watch_task",
+            every_seconds=settings.SHIP_WATCH_SECONDS,
+            description="Open pull requests' state from GitHub; tasks whose branch is in the default branch to "
+            "Done (SHIP_WATCH_SECONDS).",
+        ),
+        Schedule(
             name="archival: archive due workspaces",
             task="workspaces.tasks.workspaces_archive_due_task",
             every_seconds=3600,

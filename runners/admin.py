@@ -106,3 +106,7 @@ class ReviewCommentAdmin(ReadOnlyAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return admin.ModelAdmin.has_delete_permission(self, request, obj)  # Django's own permission check
+
+
+# Shipping settings and pull requests (SPEC §10) have their own module.
+from runners import ship_admin  # noqa: E402, F401

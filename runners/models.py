@@ -237,3 +237,7 @@ class ReviewComment(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"comment on {self.path}:{self.line or ''} of task {self.task_id}"
+
+
+# Shipping (SPEC §10): kept in a module of its own, registered with the app from here.
+from runners.ship_models import PullRequest, RepositoryShipping  # noqa: E402, F401

@@ -106,6 +106,8 @@ CATALOGUE: dict[str, Spec] = {
     "runner.scale_rss": Spec("runner_bench.py", "runner RSS with 100 runs", "MB", DOWN, "python Popen-ing as many sleeps, RSS MB", Aim("<", 30, "MB")),
     "runner.log_throughput": Spec("runner_bench.py", "runner log shipping, 50 MiB", "MiB/s", UP, "cat of the same file into a file + fsync, MiB/s", ratio_at_least(0.5)),
     "runner.log_line_p95": Spec("runner_bench.py", "runner log: line written -> seen in the log API, p95", "ms", DOWN, "none: the API polled every 20 ms, part of the figure", Aim("<=", 1000, "ms")),
+    # issue 25: ship
+    "ship.merge_200_commits": Spec("merge_bench.py", "merge of a 200-commit branch (task_merge, in-process), median", "ms", DOWN, "git merge --no-ff of the same branch in the same checkout, median ms", Aim("<=", 1.2, on="ratio")),
     # issue 15: OTLP
     "otlp.protobuf": Spec("otlp_bench.py", "OTLP protobuf, 1,000 records per export, 8 clients", "records/s", UP, "batch events endpoint (1,000 per POST) in the phases beside it, events/s", ratio_at_least(0.5)),
     "otlp.json": Spec("otlp_bench.py", "OTLP JSON, 1,000 records per export, 8 clients", "records/s", UP, "batch events endpoint (1,000 per POST) in the phases beside it, events/s", ratio_at_least(0.5)),

@@ -390,6 +390,10 @@ SHARED_WORKSPACE_NAME = "default"
 # A worktree claim is a lease: renewed by the holder's heartbeat, lost after this long without one.
 WORKTREE_LEASE_TTL_SECONDS = env_int("WORKTREE_LEASE_TTL_SECONDS", 900, minimum=1)
 GIT_BINARY = env_str("GIT_BINARY", "git")
+# Shipping (SPEC §10): GitHub's REST API (a GitHub Enterprise server's /api/v3 works too), and how
+# often beat asks it for open pull requests' state and fetches to find branches merged elsewhere.
+GITHUB_API_URL = env_str("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+SHIP_WATCH_SECONDS = env_int("SHIP_WATCH_SECONDS", 300, minimum=10)
 
 # --- Background work (SPEC §2, §4, §7) ------------------------------------------------------
 # Sync-to-db: how often beat runs a full pass; a file younger than SYNC_SETTLE_SECONDS that

@@ -12,8 +12,9 @@ from board.services import task_claim
 from config.actors import SYSTEM, Actor
 from ledger.models import Event, ToolInvocation, WebhookDelivery, WebhookSubscription
 from ledger.webhooks import webhook_subscribe
-from runners.models import ReviewComment, Run, Runner, TaskReview
+from runners.models import PullRequest, RepositoryShipping, ReviewComment, Run, Runner, TaskReview
 from runners.services import run_queue, run_transition, runner_key_create
+from runners.ship_secrets import token_encrypt
 from sessions_app.keys import api_key_create, api_key_revoke
 from sessions_app.models import Agent, AgentApiKey, AgentSession, Checkpoint, Milestone, StreamEvent, ToolPolicy
 from tests.factories import (
@@ -234,6 +235,17 @@ ROW_BUILDERS = {
     TaskReview: lambda: TaskReview.objects.create(task=TaskFactory(), decision="approve", reviewer="user:admin"),
     ReviewComment: lambda: ReviewComment.objects.create(
         task=TaskFactory(), path="src/app.py", line=3, body="<b>why?</b>", author="user:admin"
+    ),
+    PullRequest: lambda: PullRequest.objects.create(
+        task=TaskFactory(),
+        remote="origin",
+        branch="task-1",
+        state="open",
+        number=7,
+        url="https://github.com/o/r/pull/7",
+    ),
+    RepositoryShipping: lambda: RepositoryShipping.objects.create(
+        repository=WorktreeFactory().repository, github_repo="o/r", github_token_encrypted=token_encrypt("ghp_x")
     ),
     UsageRecord: lambda: UsageRecord.objects.create(
         agent=AgentFactory(),

@@ -106,6 +106,9 @@ ORCHESTRATE = {
     ("GET", "/api/v1/tasks/{task_id}/comments/"),
     ("POST", "/api/v1/tasks/{task_id}/comments/"),
     ("POST", "/api/v1/tasks/{task_id}/review/"),
+    ("POST", "/api/v1/tasks/{task_id}/merge/"),
+    ("POST", "/api/v1/tasks/{task_id}/merge/resolve/"),
+    ("POST", "/api/v1/tasks/{task_id}/pull-request/"),
 }
 
 # The runner protocol (SPEC §8): fuzzed with a runner's key (scope 'run'), so the bodies are judged.
@@ -207,6 +210,8 @@ def _breaks_an_unstatable_rule(case) -> bool:
         if body["decision"] == "approve":
             return bool(body.get("message") or body.get("comments") or "provider" in body)
         return not (str(body.get("message") or "").strip() or body.get("comments"))
+    if case.path == "/api/v1/tasks/{task_id}/merge/" and body.get("force") is True:
+        return True  # force is staff's: an orchestrate key is refused (403)
     if case.path == "/api/v1/campaigns/" and case.method.upper() == "POST":
         # compares two dates
         return "starts_on" in body and "ends_on" in body and str(body["ends_on"]) < str(body["starts_on"])

@@ -36,6 +36,7 @@ def test_it_creates_every_schedule_of_the_code(settings):
         "sync: state snapshots to database": ("board.tasks.state_sync_task", 45, "seconds", True, 45),
         "observer: reconcile workspaces": ("workspaces.tasks.workspace_reconcile_task", 600, "seconds", True, 600),
         "runners: expire run leases": ("runners.tasks.runs_expire_leases_task", 15, "seconds", True, 15),
+        "ship: pull requests and merged branches": ("runners.tasks.ship_watch_task", 300, "seconds", True, 300),
         "archival: archive due workspaces": (
             "workspaces.tasks.workspaces_archive_due_task",
             3600,
@@ -44,7 +45,7 @@ def test_it_creates_every_schedule_of_the_code(settings):
             3600,
         ),
     }
-    assert output.count("created") == 6
+    assert output.count("created") == 7
 
 
 def test_a_second_run_changes_nothing():
@@ -57,7 +58,7 @@ def test_a_second_run_changes_nothing():
     assert _rows() == rows
     assert IntervalSchedule.objects.count() == intervals
     assert PeriodicTasks.last_change() == changed_marker  # a running beat has nothing to reload
-    assert output.count("unchanged") == 6 and "created" not in output
+    assert output.count("unchanged") == 7 and "created" not in output
 
 
 def test_a_schedule_paused_in_the_admin_stays_paused_and_the_rest_is_put_back(settings):
@@ -77,7 +78,7 @@ def test_a_schedule_paused_in_the_admin_stays_paused_and_the_rest_is_put_back(se
     assert _rows()["sync: state snapshots to database"] == ("board.tasks.state_sync_task", 120, "seconds", False, 120)
     assert "updated  sync: state snapshots to database (paused in the admin; left paused)" in output
     assert "task: board.tasks.something_else → board.tasks.state_sync_task" in output
-    assert output.count("unchanged") == 5
+    assert output.count("unchanged") == 6
 
 
 def test_a_deleted_schedule_is_created_again():

@@ -77,6 +77,20 @@ def git_output(
     return done.stdout
 
 
+def git_completed(
+    folder: str | Path, *args: str, timeout: float = LOCAL_TIMEOUT_SECONDS
+) -> subprocess.CompletedProcess[bytes]:
+    """``git -C folder args...`` whose exit code the caller reads (``merge-tree`` exits 1 on a
+    conflict, an answer rather than a failure); a missing git or a timeout is still a 409."""
+    command = [settings.GIT_BINARY, "-C", str(folder), *args]
+    try:
+        return subprocess.run(command, capture_output=True, timeout=timeout, env=_environment(), check=False)
+    except FileNotFoundError:
+        raise DomainError(f"The git program ({settings.GIT_BINARY!r}) is not installed.", code="conflict") from None
+    except subprocess.TimeoutExpired:
+        raise DomainError(f"git {args[0]} took longer than {timeout:g} s and was stopped.", code="conflict") from None
+
+
 def git_succeeds(folder: str | Path, *args: str) -> bool:
     try:
         git_run(folder, *args)
