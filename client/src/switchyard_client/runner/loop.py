@@ -36,7 +36,11 @@ from switchyard_client.runner.worker import API_RETRY, RunWorker
 
 POLL_WAIT = 25
 ROOM_POLL_WAIT = 2  # while a provider lacks memory: ask again soon with what has freed meanwhile
-UNKNOWN_GRACE = 2  # heartbeats a held run we know nothing of is tolerated (its assignment may be in flight)
+# How long a run the server says we hold, but we know nothing of, is tolerated before it is handed back:
+# the long poll's answer that carries its assignment may still be on its way (the server commits the
+# assignment, then answers). A time, not a number of heartbeats: heartbeats come every second under a
+# short lease, and a poll answer slowed by a busy machine outlived two of them.
+UNKNOWN_GRACE_SECONDS = 10.0
 
 
 class Runner:
@@ -63,7 +67,8 @@ class Runner:
         self.on_exit = on_exit
         self.heartbeat_seconds = 10.0
         self.lease_seconds = 60.0  # the server's RUNNER_LEASE_SECONDS, as its heartbeat answers say
-        self.unknown: dict[int, int] = {}
+        # (run id, attempt) held by us on the server and unknown here -> when a heartbeat first said so
+        self.unknown: dict[tuple[int, int], float] = {}
         self.online: bool | None = None
         self.repos: list[HostedRepository] = []  # the clones on this machine, once registered
         self.reported_at = 0.0  # when the worktrees were last reported (0: with the next heartbeat)
@@ -203,33 +208,35 @@ class Runner:
 
     def _unknown_held(self, held: list[dict[str, Any]]) -> None:
         """A run the server says we hold but we know nothing of (its assignment was lost on the
-        way, or our state file is gone): after a grace period, end it failed rather than holding
-        it (and renewing its lease) forever."""
+        way, or our state file is gone): once that assignment is UNKNOWN_GRACE_SECONDS old as this
+        runner has seen it, end it failed rather than holding it (and renewing its lease) forever.
+        Its age is counted per attempt: one handed back and handed to us again starts afresh."""
         with self.lock:
             known = set(self.workers)
-        seen = set()
+        now = time.monotonic()
+        seen: dict[tuple[int, int], float] = {}
         for item in held:
-            run_id = item["id"]
+            run_id, attempt = item["id"], int(item["attempt"])
             if run_id in known:
                 continue
-            seen.add(run_id)
-            self.unknown[run_id] = self.unknown.get(run_id, 0) + 1
-            if self.unknown[run_id] > UNKNOWN_GRACE:
-                body = {
-                    "attempt": item["attempt"],
-                    "status": "failed",
-                    "error": f"runner {self.config.name} lost track of this run (no local state); queue it again",
-                }
-                try:
-                    answer = self.api.request("POST", f"runs/{run_id}/status/", json=body).json()
-                    # The server queues a run never started again (its acknowledgement rule).
-                    status = (answer.get("run") or {}).get("status") or "failed"
-                    outcome = "handed back, queued again" if status == "queued" else status
-                    self.console.say(f"run {run_id}: this runner had no record of it; {outcome}")
-                except (SwitchyardError, ValueError):
-                    pass
-                seen.discard(run_id)
-        self.unknown = {k: v for k, v in self.unknown.items() if k in seen}
+            first_seen = seen[(run_id, attempt)] = self.unknown.get((run_id, attempt), now)
+            if now - first_seen < UNKNOWN_GRACE_SECONDS:
+                continue
+            body = {
+                "attempt": attempt,
+                "status": "failed",
+                "error": f"runner {self.config.name} lost track of this run (no local state); queue it again",
+            }
+            try:
+                answer = self.api.request("POST", f"runs/{run_id}/status/", json=body).json()
+                # The server queues a run never started again (its acknowledgement rule).
+                status = (answer.get("run") or {}).get("status") or "failed"
+                outcome = "handed back, queued again" if status == "queued" else status
+                self.console.say(f"run {run_id}: this runner had no record of it; {outcome}")
+            except (SwitchyardError, ValueError):
+                continue  # tried again at the next heartbeat
+            del seen[(run_id, attempt)]
+        self.unknown = seen
 
     # --- runs -----------------------------------------------------------------------------------------
     def _key_of_run(self, run_id: int) -> str | None:
