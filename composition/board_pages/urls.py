@@ -1,12 +1,15 @@
 from django.urls import path
 
-from composition.board_pages import board_views, import_views, task_repository_views
+from composition.board_pages import board_views, import_views, task_form_views, task_repository_views
 
 app_name = "board"
 
 urlpatterns = [
     path("", board_views.board, name="board"),
+    path("tasks/new/", task_form_views.task_new, name="task_new"),
+    path("tasks/preview/", task_form_views.task_preview, name="task_preview"),
     path("tasks/<int64:task_id>/", board_views.task_panel, name="task"),
+    path("tasks/<int64:task_id>/edit/", task_form_views.task_edit_view, name="task_edit"),
     path("tasks/<int64:task_id>/move/", board_views.task_move_view, name="task_move"),
     path("tasks/<int64:task_id>/repository/", task_repository_views.task_repository_view, name="task_repository"),
     path("priorities/", import_views.priorities, name="priorities"),

@@ -258,20 +258,27 @@
     });
   }
   // The open panel follows its card: when a push puts the card in another column (a run took it or
-  // ended, someone else moved it) the panel is fetched again, unless the person is writing in it.
+  // ended, someone else moved it) or someone edited the task (data-edited, its updated time), the
+  // panel is fetched again, unless the person is writing in it.
   function refreshPanelFor(card) {
     const detail = panelBody.querySelector(".task-detail");
     if (!panel.open || !detail || detail.dataset.id !== card.dataset.id) return;
-    if (detail.dataset.status === card.dataset.status) return;
+    if (detail.dataset.status === card.dataset.status && detail.dataset.edited === card.dataset.edited) return;
     const active = document.activeElement;
     const focusInside = panelBody.contains(active);
     if (focusInside && active.matches("input, textarea, select")) return;
-    if (Array.from(panelBody.querySelectorAll("textarea")).some((field) => field.value)) return;
+    if (Array.from(panelBody.querySelectorAll(".task-edit input[type=text]")).some(typedIn)) return;
+    if (Array.from(panelBody.querySelectorAll("textarea")).some(typedIn)) return;
     const link = card.querySelector(".card-title");
     htmx.ajax("GET", link.getAttribute("href"), { target: "#task-panel-body", swap: "innerHTML" }).then(() => {
       const heading = document.getElementById("task-panel-title");
       if (focusInside && heading) { heading.tabIndex = -1; heading.focus(); }
     });
+  }
+  // Has the person written something the panel would lose? The edit part's fields start filled
+  // (the task's own values), so there it is a change from what was shown.
+  function typedIn(field) {
+    return field.closest(".task-edit") ? field.value !== field.defaultValue : Boolean(field.value);
   }
   panel.addEventListener("close", () => {
     panelBody.innerHTML = "";
