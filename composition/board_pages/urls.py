@@ -16,5 +16,6 @@ urlpatterns = [
     path("campaigns/", import_views.campaigns, name="campaigns"),
     path("priorities/preview/", import_views.priorities_preview_partial, name="priorities_preview"),
     path("priorities/apply/", import_views.priorities_apply_view, name="priorities_apply"),
+    path("campaigns/preview/", import_views.campaigns_preview_partial, name="campaigns_preview"),
     path("campaigns/import/", import_views.campaigns_import_view, name="campaigns_import"),
 ]

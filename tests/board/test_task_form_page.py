@@ -158,6 +158,7 @@ def test_each_bad_field_is_a_400_shown_by_the_field_and_nothing_is_saved(po_clie
 
 def test_a_refused_run_leaves_no_task_behind(po_client, pushed, monkeypatch):
     """Run now is in the task's transaction: a run the service refuses undoes the task too."""
+
     def refuse(**kwargs):
         raise DomainError("Queueing runs is paused for maintenance.", code="conflict")
 
