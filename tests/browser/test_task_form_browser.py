@@ -1,9 +1,11 @@
 """'+ New task' and the card panel's edit part in a real browser: the shortcut, the live preview, a
 field error fixed, the card on a second open board without a reload, and an edit seen there too."""
 
+import json
+
 from playwright.sync_api import expect
 
-from board.models import Task
+from board.models import Campaign, Task
 from config.pages import PRODUCT_OWNERS
 from runners.models import Run
 from tests.browser.conftest import person, screenshot
@@ -116,3 +118,25 @@ def test_the_form_fits_a_phone(new_page, transactional_db):
     )
     assert widths[0] <= 390 and widths[1] <= widths[2], widths
     form.screenshot(path=str(screenshot(page, "new_task_form_phone_page").with_name("new_task_form_phone.png")))
+
+
+def test_a_campaign_preview_then_its_name_opens_the_filtered_board(new_page, product_owner, file_roots):
+    definition = {"type": "marketing-campaign", "name": "Spring launch", "deliverables": ["blog-post", "email"]}
+    (file_roots["TASK_DEFS_DIR"] / "spring.json").write_text(json.dumps(definition))
+    TaskFactory(title="Not in the campaign", status="ready")
+    for width, height, name in ((1280, 900, "desktop"), (390, 844, "phone")):
+        page = new_page(product_owner, width=width, height=height)
+        page.goto("/campaigns/")
+        page.get_by_role("link", name="Preview spring.json").click()
+        preview = page.locator("#campaign-preview")
+        expect(preview.get_by_role("heading", name="Preview of spring.json")).to_be_visible()
+        expect(preview.get_by_role("cell", name="Spring launch: blog-post")).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        screenshot(page, f"campaign_preview_{name}")
+    assert Task.objects.count() == 1  # a preview writes nothing
+
+    preview.get_by_role("button", name="Start campaign").click()
+    page.locator(".campaign h3").get_by_role("link", name="Spring launch").click()
+
+    expect(page.locator("#board-columns .task-card")).to_have_count(2)
+    expect(page.get_by_label("Campaign")).to_have_value(str(Campaign.objects.get().pk))
