@@ -359,3 +359,11 @@ def test_a_bad_edit_is_a_400_by_its_field_and_nothing_is_saved(po_client, pushed
 
 def test_an_edit_of_a_missing_task_is_a_404(po_client):
     assert po_client.post("/tasks/987654/edit/", {"title": "x", "was-title": "y"}, **HTMX).status_code == 404
+
+
+def test_a_description_starting_with_a_newline_is_shown_whole_in_the_textarea(po_client):
+    task = TaskFactory(title="Lead", description="\nstarts on its second line")
+
+    html = po_client.get(f"/tasks/{task.pk}/", HTTP_HX_REQUEST="true").content.decode()
+
+    assert 'hx-sync="this:replace">\n\nstarts on its second line</textarea>' in html
