@@ -263,7 +263,11 @@
   function refreshPanelFor(card) {
     const detail = panelBody.querySelector(".task-detail");
     if (!panel.open || !detail || detail.dataset.id !== card.dataset.id) return;
-    if (detail.dataset.status === card.dataset.status && detail.dataset.edited === card.dataset.edited) return;
+    if (detail.dataset.status === card.dataset.status) {
+      // Not moved: fetched again only for an edit made elsewhere. A save from this panel answers
+      // with the task's new stamp (data-edited, taken over below), and its push may come first.
+      if (detail.dataset.edited === card.dataset.edited || panelSaves.size) return;
+    }
     const active = document.activeElement;
     const focusInside = panelBody.contains(active);
     if (focusInside && active.matches("input, textarea, select")) return;
@@ -275,6 +279,20 @@
       if (focusInside && heading) { heading.tabIndex = -1; heading.focus(); }
     });
   }
+  // Saves made from the panel and not answered yet (their requests), and the stamp their answers carry.
+  const panelSaves = new Set();
+  document.body.addEventListener("htmx:beforeRequest", (event) => {
+    const verb = event.detail.requestConfig && event.detail.requestConfig.verb;
+    if (verb && verb !== "get" && panelBody.contains(event.detail.elt)) panelSaves.add(event.detail.xhr);
+  });
+  document.body.addEventListener("htmx:afterRequest", (event) => { panelSaves.delete(event.detail.xhr); });
+  document.body.addEventListener("htmx:afterSettle", (event) => {
+    const detail = panelBody.querySelector(".task-detail");
+    const part = event.target;  // the swapped-in part (an outerHTML swap settles on the new element)
+    if (!detail || !part || !panelBody.contains(part)) return;
+    const stamped = part.matches("[data-edited]") ? part : part.querySelector("[data-edited]");
+    if (stamped && stamped !== detail) detail.dataset.edited = stamped.dataset.edited;
+  });
   // Has the person written something the panel would lose? The edit part's fields start filled
   // (the task's own values), so there it is a change from what was shown.
   function typedIn(field) {
