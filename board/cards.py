@@ -31,6 +31,7 @@ def _key(task: Task, prefix: str, oob: bool) -> tuple:
         task.rank,
         tuple(task.labels or ()),
         age(task.created_at),
+        task.updated_at,
         (assignee.slug, assignee.display_name, assignee.emoji) if assignee is not None else None,
         campaign.name if campaign is not None else None,
         task.session.status if task.session_id is not None and task.session is not None else None,

@@ -77,6 +77,7 @@ CARD_FIELDS = (
     "rank",
     "labels",
     "created_at",
+    "updated_at",  # the card's data-edited: an open panel on another board follows an edit
     "assignee__id",
     "assignee__slug",
     "assignee__display_name",

@@ -9,8 +9,11 @@ never undoes the import, and each run is queued in its own transaction.
 
 from dataclasses import dataclass, field
 
+from django.db import transaction
+
 from board.live import board_push_tasks
 from board.models import Task
+from board.services import task_create
 from config.actors import Actor
 from config.api.errors import DomainError
 from runners.models import Run
@@ -44,6 +47,22 @@ def runs_queue_for_tasks(*, actor: Actor, task_ids: list[int], provider: str) ->
             if error.code != "conflict":
                 break
     return result
+
+
+@transaction.atomic
+def task_create_and_run(*, actor: Actor, provider: str = "", **fields) -> tuple[Task, Run | None]:
+    """A task from the board's "+ New task", ready, and its first run when a provider is chosen
+    ("Run now with"). One transaction, unlike the imports above: the form is one thing the person
+    asked for, so a refused run (a bad provider, not allowed) leaves no task behind, and the error
+    names the form's ``run_with`` field."""
+    task = task_create(actor=actor, status=Task.Status.READY, **fields)
+    if not provider:
+        return task, None
+    try:
+        run = run_queue(actor=actor, task=task, provider=provider)
+    except DomainError as error:
+        raise DomainError(error.message, code=error.code, extra={"errors": {"run_with": [error.message]}}) from None
+    return task, run
 
 
 def run_stop(*, actor: Actor, run: Run) -> Run:

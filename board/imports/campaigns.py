@@ -11,7 +11,8 @@ could not find them; the task shape (title, labels, priority, ready) is the same
 """
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -58,6 +59,103 @@ def deliverable_key(*, file_name: str, deliverable: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class DeliverablePreview:
+    title: str
+    priority: str
+    labels: list[str]
+
+
+@dataclass(frozen=True)
+class DeliverableChange:
+    task_id: int
+    title: str
+    status: str
+    changes: dict[str, tuple[Any, Any]]  # field -> (now, after the import), as a priority file's preview
+
+
+@dataclass(frozen=True)
+class CampaignPreview:
+    """What importing a definition would do now, shown before anything is written (as priority files)."""
+
+    file_name: str
+    name: str
+    type: str
+    priority: str
+    campaign: Campaign | None  # the campaign this file made before; None: the import creates it
+    campaign_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    new: list[DeliverablePreview] = field(default_factory=list)
+    changed: list[DeliverableChange] = field(default_factory=list)
+    unchanged: int = 0
+    leads_new: int = 0
+    repository: str = ""
+
+    @property
+    def changes_anything(self) -> bool:
+        return self.campaign is None or bool(self.campaign_changes or self.new or self.changed or self.leads_new)
+
+
+def campaign_preview(*, file_name: object) -> CampaignPreview:
+    """What ``campaign_import`` of ``file_name`` would create and change; reads only. A bad file or
+    an unknown repository is the same 400 the import gives."""
+    text = import_file_read(root=settings.TASK_DEFS_DIR, name=file_name, suffix=SUFFIX, folder="TASK_DEFS_DIR")
+    name = str(file_name)
+    definition = campaign_definition_parse(text, file_name=name)
+    repository = _repository(definition, file_name=name)
+    values = _campaign_values(definition)
+    campaign = Campaign.objects.filter(source_file=name).first()
+    changes = {}
+    if campaign is not None:
+        changes = {f: (getattr(campaign, f), values[f]) for f in CAMPAIGN_FIELDS if getattr(campaign, f) != values[f]}
+    # Tasks are named after the campaign as the file names it (the import renames them with it).
+    shaped = Campaign(name=values["name"], type=values["type"], priority=values["priority"], goal=values["goal"])
+    keys = {deliverable_key(file_name=name, deliverable=d): d for d in values["deliverables"]}
+    existing = {task.source_key: task for task in Task.objects.filter(source_key__in=keys).order_by("pk")}
+    new, changed, unchanged = [], [], 0
+    for key, deliverable in keys.items():
+        wanted = _task_fields(shaped, deliverable)
+        task = existing.get(key)
+        if task is None:
+            new.append(DeliverablePreview(title=wanted["title"], priority=wanted["priority"], labels=wanted["labels"]))
+            continue
+        diff = {f: (getattr(task, f), v) for f, v in wanted.items() if getattr(task, f) != v and f != "description"}
+        if wanted["description"] != task.description:
+            diff["description"] = ("", "")  # shown as "updated"
+        if repository is not None and task.repository_id != repository.pk:
+            diff["repository"] = (task.repository.name if task.repository else "", repository.name)
+        if diff:
+            changed.append(DeliverableChange(task_id=task.pk, title=task.title, status=task.status, changes=diff))
+        else:
+            unchanged += 1
+    return CampaignPreview(
+        file_name=name,
+        name=values["name"],
+        type=values["type"],
+        priority=values["priority"],
+        campaign=campaign,
+        campaign_changes=changes,
+        new=new,
+        changed=changed,
+        unchanged=unchanged,
+        leads_new=_leads_new(campaign=campaign, leads=definition.leads),
+        repository=repository.name if repository is not None else "",
+    )
+
+
+def _leads_new(*, campaign: Campaign | None, leads: tuple[LeadDef, ...]) -> int:
+    known = set()
+    if campaign is not None:
+        rows = Lead.objects.filter(campaign=campaign).values_list("name", "company", "email")
+        known = {lead_identity(name=n, company=c, email=e) for n, c, e in rows}
+    new = 0
+    for lead in leads:
+        identity = lead_identity(name=lead.name, company=lead.company, email=lead.email)
+        if identity not in known:
+            known.add(identity)
+            new += 1
+    return new
+
+
 def campaign_import(*, actor: Actor, file_name: object) -> CampaignImportResult:
     """Create or update the campaign defined by ``file_name``; idempotent."""
     import_authorise(actor=actor, what="Importing campaigns")
@@ -88,8 +186,8 @@ def _repository(definition: CampaignDef, *, file_name: str) -> Repository | None
     return repository
 
 
-def _import(*, actor: Actor, name: str, definition: CampaignDef, repository: Repository | None) -> CampaignImportResult:
-    values = {
+def _campaign_values(definition: CampaignDef) -> dict:
+    return {
         "name": definition.name or definition.type,
         "type": definition.type,
         "priority": definition.priority,
@@ -99,6 +197,10 @@ def _import(*, actor: Actor, name: str, definition: CampaignDef, repository: Rep
         "starts_on": definition.starts_on,
         "ends_on": definition.ends_on,
     }
+
+
+def _import(*, actor: Actor, name: str, definition: CampaignDef, repository: Repository | None) -> CampaignImportResult:
+    values = _campaign_values(definition)
     campaign = Campaign.objects.select_for_update().filter(source_file=name).first()
     created = campaign is None
     if created:

@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from board.imports.campaigns import campaign_files, campaign_import
+from board.imports.campaigns import campaign_files, campaign_import, campaign_preview
 from board.imports.priorities import priorities_apply, priorities_files, priorities_preview
 from board.imports.selectors import campaign_progress_list
 from config.actors import Actor
@@ -92,14 +92,34 @@ def _applied_message(result) -> str:
     )
 
 
+def _campaign_preview_context(file_name: str | None) -> dict:
+    if not file_name:
+        return {}
+    try:
+        return {"file": file_name, "preview": campaign_preview(file_name=file_name)}
+    except DomainError as exc:
+        return {"file": file_name, "error": exc.message}
+
+
 @page_for(BOARD)
 @require_GET
 def campaigns(request):
+    """The definitions and campaigns, and the preview of one definition when ``?file=`` names it
+    (the page works without JavaScript), as the priorities page."""
     campaign_rows = list(campaign_progress_list())
     by_file = {campaign.source_file: campaign for campaign in campaign_rows if campaign.source_file}
     files = [(info, by_file.get(info.name)) for info in campaign_files()]
     context = {"files": files, "campaigns": campaign_rows, "folder": settings.TASK_DEFS_DIR}
-    return render(request, "board/campaigns.html", context)
+    context |= _campaign_preview_context(request.GET.get("file"))
+    return render(request, "board/campaigns.html", context, status=400 if "error" in context else 200)
+
+
+@page_for(BOARD)
+@require_GET
+def campaigns_preview_partial(request):
+    context = _campaign_preview_context(request.GET.get("file", ""))
+    # 200 with the message in the preview, as the priorities page: htmx swaps only 2xx answers.
+    return render(request, "board/_campaign_preview.html", context)
 
 
 @page_for(BOARD)

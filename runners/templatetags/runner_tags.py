@@ -38,13 +38,14 @@ def session_run_box(context, session):
 
 
 @register.inclusion_tag("runners/_run_with.html", takes_context=True)
-def run_with_field(context, suffix=""):
+def run_with_field(context, suffix="", selected=""):
     """The "run with" select of a Start job form; ``suffix`` keeps ids unique with several forms,
-    which share one read of the providers per page."""
+    which share one read of the providers per page; ``selected``: the provider a refused form had."""
     choices = context.render_context.get("run_with_choices")
     if choices is None:
         choices = context.render_context["run_with_choices"] = page_selectors.provider_choices()
-    return {"choices": choices, "field_id": f"run-with-{suffix}" if suffix != "" else "run-with"}
+    field_id = f"run-with-{suffix}" if suffix != "" else "run-with"
+    return {"choices": choices, "field_id": field_id, "selected": selected}
 
 
 @register.filter

@@ -258,20 +258,45 @@
     });
   }
   // The open panel follows its card: when a push puts the card in another column (a run took it or
-  // ended, someone else moved it) the panel is fetched again, unless the person is writing in it.
+  // ended, someone else moved it) or someone edited the task (data-edited, its updated time), the
+  // panel is fetched again, unless the person is writing in it.
   function refreshPanelFor(card) {
     const detail = panelBody.querySelector(".task-detail");
     if (!panel.open || !detail || detail.dataset.id !== card.dataset.id) return;
-    if (detail.dataset.status === card.dataset.status) return;
+    if (detail.dataset.status === card.dataset.status) {
+      // Not moved: fetched again only for an edit made elsewhere. A save from this panel answers
+      // with the task's new stamp (data-edited, taken over below), and its push may come first.
+      if (detail.dataset.edited === card.dataset.edited || panelSaves.size) return;
+    }
     const active = document.activeElement;
     const focusInside = panelBody.contains(active);
     if (focusInside && active.matches("input, textarea, select")) return;
-    if (Array.from(panelBody.querySelectorAll("textarea")).some((field) => field.value)) return;
+    if (Array.from(panelBody.querySelectorAll(".task-edit input[type=text]")).some(typedIn)) return;
+    if (Array.from(panelBody.querySelectorAll("textarea")).some(typedIn)) return;
     const link = card.querySelector(".card-title");
     htmx.ajax("GET", link.getAttribute("href"), { target: "#task-panel-body", swap: "innerHTML" }).then(() => {
       const heading = document.getElementById("task-panel-title");
       if (focusInside && heading) { heading.tabIndex = -1; heading.focus(); }
     });
+  }
+  // Saves made from the panel and not answered yet (their requests), and the stamp their answers carry.
+  const panelSaves = new Set();
+  document.body.addEventListener("htmx:beforeRequest", (event) => {
+    const verb = event.detail.requestConfig && event.detail.requestConfig.verb;
+    if (verb && verb !== "get" && panelBody.contains(event.detail.elt)) panelSaves.add(event.detail.xhr);
+  });
+  document.body.addEventListener("htmx:afterRequest", (event) => { panelSaves.delete(event.detail.xhr); });
+  document.body.addEventListener("htmx:afterSettle", (event) => {
+    const detail = panelBody.querySelector(".task-detail");
+    const part = event.target;  // the swapped-in part (an outerHTML swap settles on the new element)
+    if (!detail || !part || !panelBody.contains(part)) return;
+    const stamped = part.matches("[data-edited]") ? part : part.querySelector("[data-edited]");
+    if (stamped && stamped !== detail) detail.dataset.edited = stamped.dataset.edited;
+  });
+  // Has the person written something the panel would lose? The edit part's fields start filled
+  // (the task's own values), so there it is a change from what was shown.
+  function typedIn(field) {
+    return field.closest(".task-edit") ? field.value !== field.defaultValue : Boolean(field.value);
   }
   panel.addEventListener("close", () => {
     panelBody.innerHTML = "";
