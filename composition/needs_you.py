@@ -1,4 +1,4 @@
-""""Needs you": the sessions waiting for a person (a permission request, a question), counted at
+""" "Needs you": the sessions waiting for a person (a permission request, a question), counted at
 the top of every page, with a link to the one waiting longest.
 
 Who sees what, as on the pages they answer from: engineers answer any session on its page, so they

@@ -35,7 +35,10 @@ def _output(proc: subprocess.Popen, timeout: float = 60) -> tuple[dict | None, s
             {"behavior": "deny", "message": "Denied by eng in Switchyard: Run only the unit tests."},
         ),
         # "Always allow Bash(pytest:*) ...": the suggestion Claude Code sent, applied by Claude Code itself
-        ({"suggestion": "0", "answer": ""}, {"behavior": "allow", "updatedPermissions": REQUEST["permission_suggestions"]}),
+        (
+            {"suggestion": "0", "answer": ""},
+            {"behavior": "allow", "updatedPermissions": REQUEST["permission_suggestions"]},
+        ),
     ],
     ids=["allow", "deny", "always-allow"],
 )

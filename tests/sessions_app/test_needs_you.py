@@ -1,4 +1,4 @@
-""""Needs you" at the top of every page (issue 25, part 5): the sessions waiting for a person that the
+""" "Needs you" at the top of every page (issue 25, part 5): the sessions waiting for a person that the
 person may answer, counted, with a link to the one waiting longest (its card when it has one)."""
 
 from datetime import timedelta
@@ -23,7 +23,9 @@ WAITING = Status.WAITING_FOR_INPUT
 
 def _waiting(session_id: str, *, asked_minutes_ago: int, **fields) -> AgentSession:
     session = SessionFactory(id=session_id, status=WAITING, last_event_seq=1, **fields)
-    question = StreamEventFactory(session=session, seq=1, type=StreamEvent.Type.INPUT_REQUEST, payload={"question": "?"})
+    question = StreamEventFactory(
+        session=session, seq=1, type=StreamEvent.Type.INPUT_REQUEST, payload={"question": "?"}
+    )
     StreamEvent.objects.filter(pk=question.pk).update(created_at=timezone.now() - timedelta(minutes=asked_minutes_ago))
     return session
 

@@ -65,7 +65,9 @@ def test_the_command_comes_first_whole_and_the_full_input_is_folded_below(engine
 def test_the_suggestions_are_buttons_in_words(engineer_client, asking):
     html = engineer_client.get("/sessions/asks/").content.decode()
 
-    buttons = re.findall(r'<button type="submit" name="suggestion" value="(\d)" class="permission-always">(.*?)</button>', html)
+    buttons = re.findall(
+        r'<button type="submit" name="suggestion" value="(\d)" class="permission-always">(.*?)</button>', html
+    )
     assert buttons == [
         ("0", "Always allow Bash(git push:*) in this project (your local settings)"),
         ("1", "Allow, and switch to accept edits mode for this session"),
@@ -127,7 +129,9 @@ def test_a_text_question_refuses_a_suggestion(engineer_client, agent, agent_clie
     agent_client.post(
         "/api/v1/sessions/text/events/", {"type": "input_request", "payload": {"question": "Which?"}}, format="json"
     )
-    agent_client.post("/api/v1/sessions/text/transition/", {"status": "waiting_for_input", "reason": "asks"}, format="json")
+    agent_client.post(
+        "/api/v1/sessions/text/transition/", {"status": "waiting_for_input", "reason": "asks"}, format="json"
+    )
 
     response = engineer_client.post("/sessions/text/answer/", {"question": "1", "suggestion": "0", "answer": "A"})
 

@@ -182,10 +182,7 @@ def _permission(asked: Record, *, sent: bool, sender: Sender, started: float, me
         # Spooled (Switchyard unreachable): nobody can answer it; the default applies at once, and the
         # session's wait is ended by the next event, as without an answer (plan.py's resume_from).
         sender.problems.append("the question is spooled, not recorded: the default answer applies")
-        if elicitation:
-            output = hook_answer.elicitation_default_output()
-        else:
-            output = hook_answer.default_output(timeout)
+        output = hook_answer.elicitation_default_output() if elicitation else hook_answer.default_output(timeout)
     hook_answer.print_output(output)
     for problem in sender.problems:
         _say(problem)
