@@ -68,7 +68,8 @@ def needs_you(*, user) -> NeedsYou:
     if oldest is None:  # answered between the two reads
         return NeedsYou(count=0)
     if oldest["card"] is not None:
-        url = reverse("board:task", args=[oldest["card"]])
+        # Straight to the card's run box, where the question is answered.
+        url = reverse("board:task", args=[oldest["card"]]) + f"#task-run-{oldest['card']}"
     else:
         url = reverse("sessions:detail", args=[oldest["pk"]])
     return NeedsYou(count=count, oldest_url=url, oldest_label=(oldest["intent"] or oldest["pk"])[:200])

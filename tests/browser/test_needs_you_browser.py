@@ -42,7 +42,8 @@ def test_the_count_appears_live_and_always_allow_reaches_the_hook(new_page, prod
     expect(count).to_have_text("1 needs you")
     screenshot(page, "phone-board-needs-you")
     count.click()
-    page.wait_for_url(f"**/tasks/{task.pk}/")
+    page.wait_for_url(f"**/tasks/{task.pk}/#task-run-{task.pk}")
+    expect(page.locator(f"#task-run-{task.pk}")).to_be_in_viewport()  # no scrolling to find the question
     request = page.locator(".permission-request")
     expect(request.locator(".permission-subject")).to_have_text("pytest -q tests/auth")
     always = page.get_by_role("button", name="Always allow Bash(pytest:*) in this project (your local settings)")
@@ -66,3 +67,4 @@ def test_the_count_appears_live_and_always_allow_reaches_the_hook(new_page, prod
         }
     }
     assert AgentSession.objects.get(pk=SID).status == AgentSession.Status.RUNNING
+    expect(page.locator("#needs-you .needs-you-count")).to_have_attribute("data-count", "0")  # nothing waits now

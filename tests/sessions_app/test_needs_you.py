@@ -65,13 +65,13 @@ def test_the_oldest_on_a_card_links_to_the_card(engineer, world):
 
     needs = needs_you(user=engineer)
 
-    assert (needs.count, needs.oldest_url) == (2, f"/tasks/{world['run_task'].pk}/")
+    assert (needs.count, needs.oldest_url) == (2, f"/tasks/{world['run_task'].pk}/#task-run-{world['run_task'].pk}")
 
 
 def test_a_product_owner_counts_only_the_sessions_a_card_shows(owner, world):
     needs = needs_you(user=owner)
 
-    assert (needs.count, needs.oldest_url) == (2, f"/tasks/{world['run_task'].pk}/")
+    assert (needs.count, needs.oldest_url) == (2, f"/tasks/{world['run_task'].pk}/#task-run-{world['run_task'].pk}")
 
 
 def test_somebody_in_no_group_sees_none(world):
