@@ -2,13 +2,11 @@
 Chromium, scrolls only down. The pages are the list in tests/browser/phone_pages.py."""
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from config.pages import ENGINEERS
-from tests.browser.conftest import PASSWORD, person, screenshot
+from tests.browser.conftest import person, screenshot
 from tests.browser.phone_pages import PHONE_PAGES, phone_world
-from tests.browser.server import module_server
 
 PHONE = {"width": 390, "height": 844}
 
@@ -25,48 +23,33 @@ PANEL = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def phone_site(django_db_setup, django_db_blocker, tmp_path_factory, browser_type):
-    """One server and one set of rows for every page (a server per page cost 18 s each); a logged-in
-    browser context per kind of person. The rows are committed: flushed at the end, as
-    transactional_db does after a test."""
-    server = module_server(django_db_blocker, tmp_path_factory, "phone")
-    with django_db_blocker.unblock():
-        ids = phone_world()
-        root = person(ENGINEERS, username="root")
-        root.is_superuser = True
-        root.save(update_fields=["is_superuser"])
-        people = {"engineer": person(ENGINEERS, username="erin"), "superuser": root}
-    contexts: dict = {}
+@pytest.fixture
+def phone_page(new_page, browser_type, live_app, engineer):
+    contexts = []
 
     def open_page(who: str):
-        if who not in contexts:
-            contexts[who] = browser_type.new_context(viewport=PHONE, base_url=server.url)
-            if who in people:
-                login = contexts[who].new_page()
-                login.goto("/accounts/login/")
-                login.get_by_label("Username").fill(people[who].username)
-                login.get_by_label("Password").fill(PASSWORD)
-                login.get_by_role("button", name="Log in").click()
-                login.wait_for_url(lambda url: "/accounts/login/" not in url)
-                login.close()
-        page = contexts[who].new_page()
-        page.set_default_timeout(10_000)
-        return page
+        if who == "anonymous":
+            contexts.append(browser_type.new_context(viewport=PHONE, base_url=live_app.url))
+            page = contexts[-1].new_page()
+            page.set_default_timeout(10_000)
+            return page
+        if who == "superuser":
+            root = person(ENGINEERS, username="root")
+            root.is_superuser = True
+            root.save(update_fields=["is_superuser"])
+            return new_page(root, **PHONE)
+        return new_page(engineer, **PHONE)
 
-    yield ids, open_page
-    for context in contexts.values():
+    yield open_page
+    for context in contexts:
         context.close()
-    server.stop()
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.mark.parametrize("spec", PHONE_PAGES, ids=lambda spec: spec.name)
-def test_the_page_is_no_wider_than_a_phone(phone_site, spec):
+def test_the_page_is_no_wider_than_a_phone(phone_page, spec):
     # given the pages' rows (a waiting permission request with a long command among them)
-    ids, open_page = phone_site
-    page = open_page(spec.who)
+    ids = phone_world()
+    page = phone_page(spec.who)
 
     # when a person opens the page at 390 x 844 (and the card's panel, where asked)
     url = spec.url.format(**ids)
@@ -83,7 +66,5 @@ def test_the_page_is_no_wider_than_a_phone(phone_site, spec):
 
     # then nothing is wider than the screen
     width = page.evaluate("document.documentElement.scrollWidth")
-    widest = page.evaluate(WIDEST, PHONE["width"]) if width > PHONE["width"] else []
     screenshot(page, f"phone-{spec.name}")
-    page.close()
-    assert width <= PHONE["width"], f"{url} is {width}px wide: {widest}"
+    assert width <= PHONE["width"], f"{url} is {width}px wide: {page.evaluate(WIDEST, PHONE['width'])}"
