@@ -43,11 +43,14 @@ def session_answer_input(
     decision: str = "",
     form: dict[str, str] | None = None,
     question_seq: str | None = None,
+    suggestion: str | None = None,
 ) -> StreamEvent:
     """Store a person's answer as an ``input_request`` event and move the session back to running.
 
     A permission question (permission_requests.py) is answered with ``decision`` "allow" or "deny",
-    ``answer`` being an optional message; an MCP elicitation (elicitations.py) with "accept" (and the
+    ``answer`` being an optional message, and ``suggestion`` the index of one of the request's
+    ``permission_suggestions`` to apply with an Allow (a button "Always allow ..."; the decision is
+    then allow); an MCP elicitation (elicitations.py) with "accept" (and the
     ``form``'s ``field:*`` values), "decline" or "cancel"; any other question with text.
     Locks the session row, so two people answering at once store one answer: the second finds
     the session running and gets a 409.
@@ -58,6 +61,8 @@ def session_answer_input(
     None: not checked (the system's own answers, budget_waiting_release's).
     """
     answer = (answer or "").strip()
+    if suggestion not in (None, "") and not decision:
+        decision = "allow"  # an "Always allow ..." button sends the suggestion alone
     if not answer and not decision:
         raise DomainError("Write an answer first: an empty answer is not sent.")
     if len(answer) > ANSWER_MAX_CHARS:
@@ -80,10 +85,14 @@ def session_answer_input(
         "answered_by": actor.user.get_username() if actor.user is not None else actor.label,
     }
     payload.update(_decision(question, decision, form or {}))
+    if suggestion not in (None, ""):
+        payload["suggestion"] = _suggestion(question, payload.get("decision", ""), suggestion)
     event = append_system_event(session=session, type=StreamEvent.Type.INPUT_REQUEST, payload=payload)
     session_push(session_id=session.pk, seqs=(event.seq, event.seq))
     verb = {"allow": "allowed", "deny": "denied", "accept": "accepted", "decline": "declined", "cancel": "cancelled"}
     verb = verb.get(payload.get("decision", ""), "answered")
+    if "suggestion" in payload:
+        verb = "always allowed"
     session_transition(actor=actor, session=session, status=Status.RUNNING, reason=f"{verb} by {actor.label}")
     # The agent's long poll (permission_requests.py) answers as soon as this is committed.
     transaction.on_commit(answers_wake)
@@ -108,3 +117,18 @@ def _decision(question: StreamEvent | None, decision: str, form: dict[str, str])
     if decision not in PERMISSION_CHOICES:
         raise DomainError("Choose Allow or Deny: the agent asks for permission.")
     return {"decision": decision, "tool_name": question.payload.get("tool_name")}
+
+
+def _suggestion(question: StreamEvent | None, decision: str, raw: str) -> int:
+    """The index of the permission suggestion applied with an Allow: one the question offers."""
+    if not is_permission_question(question):
+        raise DomainError("Only a permission request offers suggestions to apply.")
+    if decision != "allow":
+        raise DomainError("A suggestion is applied with Allow, not with Deny: choose one or the other.")
+    offered = question.payload.get("permission_suggestions")
+    count = len(offered) if isinstance(offered, list) else 0
+    index = int(raw) if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) < 6 else -1
+    if not 0 <= index < count or not isinstance(offered[index], dict):
+        offers = f"it offers {count} (0 to {count - 1})" if count else "it offers none"
+        raise DomainError(f"Suggestion {str(raw)[:20]!r} is not one this permission request offers: {offers}.")
+    return index

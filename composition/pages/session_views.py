@@ -91,6 +91,7 @@ def session_answer(request, session_id: str):
             answer=answer,
             decision=request.POST.get("decision", ""),
             form=elicitation_form_values(request.POST),
+            suggestion=request.POST.get("suggestion"),  # an "Always allow ..." button
             # The question the form showed (its hidden field; absent reads as none): an answer is
             # never given to a question the person did not see.
             question_seq=request.POST.get("question", ""),

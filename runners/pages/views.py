@@ -121,6 +121,7 @@ def task_answer(request, task_id: int):
                 answer=answer,
                 decision=request.POST.get("decision", ""),
                 form=elicitation_form_values(request.POST),
+                suggestion=request.POST.get("suggestion"),  # an "Always allow ..." button
                 question_seq=request.POST.get("question", ""),  # checked again under the session's lock
             )
         except DomainError as exc:

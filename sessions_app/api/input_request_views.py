@@ -21,6 +21,11 @@ class InputRequestOutput(serializers.Serializer):
         help_text="allow or deny for a permission; accept, decline or cancel for an MCP elicitation; else null.",
     )
     content = serializers.JSONField(allow_null=True, help_text="An accepted elicitation's values, typed; else null.")
+    suggestion = serializers.IntegerField(
+        allow_null=True,
+        help_text="With an allow: the index in the question's permission_suggestions the person chose to apply "
+        '("Always allow ..."), which the hook returns to Claude Code as updatedPermissions; else null.',
+    )
     answer = serializers.CharField(allow_null=True, help_text="The person's text (a decision's message), or null.")
     answered_by = serializers.CharField(allow_null=True)
     answer_seq = serializers.IntegerField(allow_null=True)
@@ -52,6 +57,7 @@ class InputRequestView(APIView):
             "answered": state.answer is not None,
             "decision": answer.get("decision"),
             "content": answer.get("content"),
+            "suggestion": answer.get("suggestion"),
             "answer": answer.get("answer") if state.answer is not None else None,
             "answered_by": answer.get("answered_by"),
             "answer_seq": state.answer.seq if state.answer is not None else None,

@@ -127,6 +127,7 @@
         lastSeq = message.seq;
         if (!inOrder || isFiltered()) refetch();  // a filtered board can't tell if a card now matches
         else applyCards(message);
+        document.body.dispatchEvent(new CustomEvent("switchyard:live"));  // the top bar's "Needs you" count
       }
     });
     socket.addEventListener("close", () => {

@@ -34,7 +34,13 @@ def _output(proc: subprocess.Popen, timeout: float = 60) -> tuple[dict | None, s
             {"decision": "deny", "answer": "Run only the unit tests."},
             {"behavior": "deny", "message": "Denied by eng in Switchyard: Run only the unit tests."},
         ),
+        # "Always allow Bash(pytest:*) ...": the suggestion Claude Code sent, applied by Claude Code itself
+        (
+            {"suggestion": "0", "answer": ""},
+            {"behavior": "allow", "updatedPermissions": REQUEST["permission_suggestions"]},
+        ),
     ],
+    ids=["allow", "deny", "always-allow"],
 )
 def test_the_hook_waits_and_prints_the_persons_decision(sy_server, agent_key, start_hook, form, decision):
     # given a hook process waiting on a permission request

@@ -12,6 +12,11 @@ of @anthropic-ai/claude-agent-sdk 0.3.332)::
     {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
                             "decision": {"behavior": "allow"} | {"behavior": "deny", "message": "..."}}}
 
+An allow the person gave with one of the request's ``permission_suggestions`` ("Always allow
+Bash(npm test:*)"; the answer's ``suggestion`` is its index) carries that suggestion, as Claude Code
+sent it to this hook, in ``decision.updatedPermissions``: Claude Code applies it (adds the rule to
+the settings it names) as its own dialog's "Yes, and don't ask again" does.
+
 Nobody answered in time: ``SWITCHYARD_PERMISSION_DEFAULT`` decides: ``deny`` (the default, with a
 message saying so), ``allow``, or ``ask`` (no output: Claude Code asks in its own dialog); the
 session is moved back to running, so nobody answers a question no longer asked.
@@ -62,10 +67,12 @@ def permission_default() -> str:
     return value if value in DEFAULTS else "deny"
 
 
-def decision_output(behavior: str, message: str = "") -> dict:
+def decision_output(behavior: str, message: str = "", updated_permissions: list | None = None) -> dict:
     """Claude Code's PermissionRequest hook output. An allow carries no message in Claude Code's
     type; a person's message with an allow is shown to the user as the hook's systemMessage."""
     decision: dict = {"behavior": behavior}
+    if behavior == "allow" and updated_permissions:
+        decision["updatedPermissions"] = updated_permissions
     output: dict = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
     if behavior == "deny":
         decision["message"] = message or "Denied in Switchyard."
@@ -105,15 +112,28 @@ def await_decision(sender, *, session_id: str, request_id: str, until: float) ->
     return None
 
 
-def answer_permission(sender, *, session_id: str, request_id: str, until: float, timeout: float) -> dict | None:
-    """Wait for the answer and return the hook output to print (None: print nothing)."""
+def chosen_suggestion(answer: dict, suggestions: object) -> list | None:
+    """The suggestion the person applied, from this hook's own copy of Claude Code's list (the server
+    names it by index only: what reaches Claude Code's settings is what Claude Code offered)."""
+    index = answer.get("suggestion")
+    if type(index) is not int or not isinstance(suggestions, list) or not 0 <= index < len(suggestions):
+        return None
+    return [suggestions[index]] if isinstance(suggestions[index], dict) else None
+
+
+def answer_permission(
+    sender, *, session_id: str, request_id: str, until: float, timeout: float, suggestions: object = None
+) -> dict | None:
+    """Wait for the answer and return the hook output to print (None: print nothing). ``suggestions``:
+    the request's ``permission_suggestions`` as the hook recorded them."""
     answer = await_decision(sender, session_id=session_id, request_id=request_id, until=until)
     if answer is not None and answer.get("decision") in ("allow", "deny"):
         who = answer.get("answered_by") or "a person"
         message = str(answer.get("answer") or "")
         if answer["decision"] == "deny":
             return decision_output("deny", f"Denied by {who} in Switchyard" + (f": {message}" if message else "."))
-        return decision_output("allow", f"Allowed by {who} in Switchyard: {message}" if message else "")
+        allowed = f"Allowed by {who} in Switchyard: {message}" if message else ""
+        return decision_output("allow", allowed, chosen_suggestion(answer, suggestions))
     _give_up(
         sender, session_id=session_id, what="the permission request", default=permission_default(), timeout=timeout
     )

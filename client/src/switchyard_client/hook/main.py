@@ -159,14 +159,18 @@ def _permission(asked: Record, *, sent: bool, sender: Sender, started: float, me
     if not timeout:
         return
     where = asked["await_answer"]
-    answer = hook_answer.answer_elicitation if where.get("kind") == "elicitation" else hook_answer.answer_permission
+    elicitation = where.get("kind") == "elicitation"
     if sent:
+        answer = hook_answer.answer_elicitation if elicitation else hook_answer.answer_permission
+        # A permission's answer may apply one of the suggestions the hook recorded (answer.py).
+        extra = {} if elicitation else {"suggestions": asked["body"]["payload"].get("permission_suggestions")}
         output = answer(
             sender,
             session_id=where["session"],
             request_id=asked["body"]["id"],
             until=started + timeout,
             timeout=timeout,
+            **extra,
         )
         # Answered or given up, the session runs again: the next event need not move it.
         if where["agent_id"]:
@@ -178,10 +182,7 @@ def _permission(asked: Record, *, sent: bool, sender: Sender, started: float, me
         # Spooled (Switchyard unreachable): nobody can answer it; the default applies at once, and the
         # session's wait is ended by the next event, as without an answer (plan.py's resume_from).
         sender.problems.append("the question is spooled, not recorded: the default answer applies")
-        if where.get("kind") == "elicitation":
-            output = hook_answer.elicitation_default_output()
-        else:
-            output = hook_answer.default_output(timeout)
+        output = hook_answer.elicitation_default_output() if elicitation else hook_answer.default_output(timeout)
     hook_answer.print_output(output)
     for problem in sender.problems:
         _say(problem)
