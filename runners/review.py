@@ -1,6 +1,8 @@
 """Reviewing a task's change (SPEC §10): who may read it, comments on its lines, and the decisions
 (approve; request changes, which queues a run continuing the same agent session on the same branch,
-or a fresh session of another provider).
+or a fresh session of another provider; ask another agent to review, which queues a review run that
+reads the change and comments through the API, never committing: runners/review_prompts.py says
+what each is told).
 
 Readers: people (the API lets in staff and the board's groups), an ``orchestrate`` key, and the
 task's own run keys (a review run comments through one). Deciders: people and ``orchestrate`` keys
@@ -16,8 +18,9 @@ from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.events import event_record
 from runners.models import ReviewComment, Run, TaskReview
+from runners.review_prompts import follow_up_prompt, handover_prompt, review_prompt
 from runners.services import run_queue, run_queue_follow_up
-from runners.task_diff import TaskChange, diff_lines, task_change
+from runners.task_diff import TaskChange, diff_lines, task_branch_name, task_change
 from workspaces.models import Worktree
 
 D = TaskReview.Decision
@@ -50,8 +53,10 @@ def require_reviewer(*, actor: Actor, task: Task) -> None:
 
 
 def review_latest(*, task: Task) -> TaskReview | None:
-    """The task's review state: its newest decision (an approval holds for the head it was made on)."""
-    return TaskReview.objects.filter(task=task).order_by("-created_at", "-id").first()
+    """The task's review state: its newest decision (an approval holds for the head it was made on).
+    Asking an agent to review is no decision: it leaves the state as it was."""
+    decisions = TaskReview.objects.filter(task=task).exclude(decision=D.ASK_REVIEW)
+    return decisions.order_by("-created_at", "-id").first()
 
 
 def comment_list(*, task: Task) -> QuerySet[ReviewComment]:
@@ -125,18 +130,6 @@ def _has_branch(task: Task) -> bool:
     return True  # task_change below refuses a missing one with its own 409
 
 
-def follow_up_prompt(*, message: str, comments: list[dict]) -> str:
-    """What the agent is told: the message, then each comment under its place."""
-    parts = [message.strip()] if message.strip() else []
-    if comments:
-        lines = []
-        for comment in comments:
-            where = comment["path"] + (f":{comment['line']}" if comment.get("line") else "")
-            lines.append(f"- {where}: {comment['body'].strip()}")
-        parts.append("Review comments:\n" + "\n".join(lines))
-    return "\n\n".join(parts)
-
-
 @transaction.atomic
 def task_review(
     *,
@@ -147,9 +140,11 @@ def task_review(
     comments: list[dict] | None = None,
     provider: str | None = None,
 ) -> TaskReview:
-    """Approve the task's change, or request changes: a run continuing the latest run's session
-    (``provider`` given: a fresh session of that provider) with the message and comments as its
-    prompt. 409 when the task has no run, a run still going, or no branch; nothing is written then."""
+    """Approve the task's change; request changes: a run continuing the latest run's session
+    (``provider`` given: a fresh session of that provider, told of the task and the branch) with the
+    message and comments as its prompt; ask_review: a review run of ``provider`` that reads the
+    change and comments on it (``message``: what to look at). 409 when the task has no run, a run
+    still going, or no branch; nothing is written then."""
     require_reviewer(actor=actor, task=task)
     comments = comments or []
     task = Task.objects.select_for_update(of=("self",)).select_related("repository__runner").get(pk=task.pk)
@@ -167,6 +162,7 @@ def task_review(
     if not _has_branch(task):
         raise DomainError(f"Task {task.pk} has no branch yet: its runs made no worktree.", code="conflict")
     head = ""
+    change = None
     if task.repository is None or task.repository.runner_id is None:
         change = task_change(task=task)
         head = change.head_commit
@@ -190,10 +186,18 @@ def task_review(
         message=message,
         head_commit=head,
     )
+    if decision == D.ASK_REVIEW:
+        branch = change.branch if change is not None else task_branch_name(task=task)
+        base = change.base_branch if change is not None else task.repository.default_branch
+        prompt = review_prompt(task=task, branch=branch, base=base, change=change, focus=message)
+        review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt, kind=Run.Kind.REVIEW)
+        review.save(update_fields=["run", "updated_at"])
     if decision == D.REQUEST_CHANGES:
         prompt = follow_up_prompt(message=message, comments=comments)
         if provider:
-            review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt)
+            branch = change.branch if change is not None else task_branch_name(task=task)
+            prompt = handover_prompt(task=task, branch=branch, request=prompt)
+            review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt, resumes=latest)
         else:
             review.run = run_queue_follow_up(actor=actor, previous=latest, prompt=prompt)
         review.save(update_fields=["run", "updated_at"])

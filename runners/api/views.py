@@ -210,7 +210,18 @@ def _assignment(run) -> dict:
                 "runner": repository.runner.name if repository.runner_id else None,
             },
         },
-        "resumes": None if resumes is None else {"id": resumes.pk, "session": resumes.session_id},
+        "kind": run.kind,
+        "resumes": None
+        if resumes is None
+        else {
+            "id": resumes.pk,
+            "session": resumes.session_id,
+            "provider": resumes.provider,
+            "runner": resumes.runner.name if resumes.runner_id else None,
+            "workdir": resumes.workdir,
+            # What a continue run resumes (the runner that has it on disk starts the provider's resume).
+            "agent_session": selectors.run_agent_session_to_continue(run=run),
+        },
     }
 
 
@@ -240,7 +251,9 @@ class RunStatusView(APIView):
         data = validate_input(s.RunStatusInput, request.data)
         run = selectors.run_get(run_id=run_id)
         fields = {
-            name: data[name] for name in ("pid", "exit_code", "workdir", "log_path", "error", "summary") if name in data
+            name: data[name]
+            for name in ("pid", "exit_code", "workdir", "log_path", "error", "summary", "agent_session")
+            if name in data
         }
         report = run_report(actor=actor, run=run, attempt=data["attempt"], status=data["status"], **fields)
         body = {"run": s.RunDetailOutput(selectors.run_get(run_id=run.pk)).data}
