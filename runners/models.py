@@ -187,7 +187,8 @@ class TaskReview(TimeStampedModel):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(decision__in=["approve", "request_changes", "ask_review"]), name="task_review_decision_valid"
+                condition=Q(decision__in=["approve", "request_changes", "ask_review"]),
+                name="task_review_decision_valid",
             ),
             models.CheckConstraint(condition=~Q(reviewer=""), name="task_review_has_reviewer"),
         ]

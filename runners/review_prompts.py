@@ -52,7 +52,7 @@ def review_prompt(*, task: Task, branch: str, base: str, change: TaskChange | No
         "Leave each remark as a comment on the line it is about (the line's number on the branch; leave "
         '"line" out for the whole file), one request per comment:',
         f'curl -sS -X POST "{api}/comments/" -H "Authorization: Bearer $SWITCHYARD_KEY" '
-        "-H 'Content-Type: application/json' -d '{\"path\": \"<file>\", \"line\": <n>, \"body\": \"<remark>\"}'",
+        '-H \'Content-Type: application/json\' -d \'{"path": "<file>", "line": <n>, "body": "<remark>"}\'',
         "Then end with a one-paragraph verdict.",
     ]
     if focus.strip():
