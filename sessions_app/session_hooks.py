@@ -22,6 +22,7 @@ _task_gates = Hooks()
 _status_hooks = Hooks()
 _alive_hooks = Hooks()
 _read_grants = Hooks()
+_opened_hooks = Hooks()
 
 
 def session_task_gate_register(*, name: str, gate: Callable) -> None:
@@ -53,6 +54,16 @@ def agent_alive_hook_register(*, name: str, hook: Callable) -> None:
 
 def agent_alive_hooks_run(*, agent) -> None:
     _alive_hooks.call_each(agent=agent)
+
+
+def session_opened_hook_register(*, name: str, hook: Callable) -> None:
+    """``hook(session=...)`` runs when a session naming a task was opened, in its transaction: the
+    board's card follows the newest session of the agent that holds it."""
+    _opened_hooks.register(name=name, hook=hook)
+
+
+def session_opened(*, session) -> None:
+    _opened_hooks.call_each(session=session)
 
 
 def session_read_grant_register(*, name: str, grant: Callable) -> None:
