@@ -213,7 +213,7 @@ class RunWorker:
         self._ship()
         self._report_running()
 
-    def _spawn(self, prompt: str, *, resume: bool, agent_session: str) -> None:
+    def _spawn(self, prompt: str, *, resume: bool, agent_session: str = "") -> None:
         s, a, provider = self.state, self.state.assignment, self.provider
         if provider is None:
             raise RuntimeError(f"this runner has no provider {s.provider!r}")
@@ -403,12 +403,16 @@ class RunWorker:
         changed = shipped != s.shipped
         s.shipped = shipped
         if self.provider is not None and self.provider.output in ("stream-json", "jsonl"):
-            before = s.parsed
+            before, known = s.parsed, s.agent_session
             hooks = bool(self.provider and self.provider.hooks)
             # While running, a slice per tick; at the end, all of it.
             while run_events_ship(s, self.agent, hooks=hooks, final=final) and final and s.parsed < s.shipped:
                 pass
             changed |= s.parsed != before
+            if s.agent_session != known:
+                # Saved at once: a runner killed now must resume this session (Codex's by its id).
+                self._save(force=True)
+                return
         if changed:
             self._save(force=final)
 
