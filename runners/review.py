@@ -20,7 +20,7 @@ from ledger.events import event_record
 from runners.models import ReviewComment, Run, TaskReview
 from runners.review_prompts import follow_up_prompt, handover_prompt, review_prompt
 from runners.services import run_queue, run_queue_follow_up
-from runners.task_diff import TaskChange, diff_lines, task_branch_name, task_change
+from runners.task_diff import TaskChange, diff_lines, task_branch_name, task_change, task_change_source
 from workspaces.models import Worktree
 
 D = TaskReview.Decision
@@ -163,10 +163,14 @@ def task_review(
         raise DomainError(f"Task {task.pk} has no branch yet: its runs made no worktree.", code="conflict")
     head = ""
     change = None
-    if task.repository is None or task.repository.runner_id is None:
+    branch = ""
+    if (task.repository is None or task.repository.runner_id is None) and (comments or decision == D.ASK_REVIEW):
         change = task_change(task=task)
-        head = change.head_commit
+        head, branch = change.head_commit, change.branch
         _check_comments(change=change, comments=comments)
+    elif task.repository is None or task.repository.runner_id is None:
+        # Nothing to check against the diff: the branch's head is enough (one git call, not a diff).
+        _, branch, head, _ = task_change_source(task=task)
     elif comments:
         raise DomainError(
             f"Task {task.pk}'s change lives on runner {task.repository.runner.name}; line comments need a diff the "
@@ -187,7 +191,7 @@ def task_review(
         head_commit=head,
     )
     if decision == D.ASK_REVIEW:
-        branch = change.branch if change is not None else task_branch_name(task=task)
+        branch = branch or task_branch_name(task=task)
         base = change.base_branch if change is not None else task.repository.default_branch
         prompt = review_prompt(task=task, branch=branch, base=base, change=change, focus=message)
         review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt, kind=Run.Kind.REVIEW)
@@ -195,8 +199,7 @@ def task_review(
     if decision == D.REQUEST_CHANGES:
         prompt = follow_up_prompt(message=message, comments=comments)
         if provider:
-            branch = change.branch if change is not None else task_branch_name(task=task)
-            prompt = handover_prompt(task=task, branch=branch, request=prompt)
+            prompt = handover_prompt(task=task, branch=branch or task_branch_name(task=task), request=prompt)
             review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt, resumes=latest)
         else:
             review.run = run_queue_follow_up(actor=actor, previous=latest, prompt=prompt)
