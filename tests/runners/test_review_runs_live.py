@@ -3,6 +3,8 @@ demo agent: the follow-up run acts on the request on the same branch (the task's
 review run reads the change and comments through the API with its run key, and a review run that
 commits anyway fails with its commits taken off the branch."""
 
+from pathlib import Path
+
 import pytest
 
 from board.models import Task
@@ -72,7 +74,7 @@ def test_request_changes_review_and_a_committing_reviewer(machine, task):
     assert (second.kind, second.resumes_id) == ("continue", first.pk)
     after = task_change(task=task)
     added = [line["text"] for f in after.files for h in f.hunks for line in h["lines"] if line["kind"] == "added"]
-    assert "## Changes requested (run %d)" % second.pk in added
+    assert f"## Changes requested (run {second.pk})" in added
     assert any("Add a summary." in text for text in added) and any("Say who it is for." in text for text in added)
     assert after.head_commit != before.head_commit and after.branch == before.branch
     assert len(git(second_tree(second), "log", "--format=%s", "main..HEAD").split("\n")[:-1]) == 2
@@ -101,7 +103,5 @@ def test_request_changes_review_and_a_committing_reviewer(machine, task):
     assert Task.objects.get(pk=task.pk).status == "review"
 
 
-def second_tree(run: Run):
-    from pathlib import Path
-
+def second_tree(run: Run) -> Path:
     return Path(run.workdir)

@@ -10,10 +10,28 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from switchyard_client.demo.agent import DemoAgent
+from switchyard_client.api.client import Client
+
+
+class DemoAgent(Protocol):
+    """What these steps use of demo/agent.py's DemoAgent (which imports this module)."""
+
+    client: Client
+    session: str
+    workdir: Path
+    task_id: str
+    run_id: str
+    notes_name: str
+
+    def say(self, message: str) -> None: ...
+    def tool(self, name: str, input: dict, work, *, say_before: str, keep_id: bool = False) -> dict[str, Any]: ...
+    def write(self, path: Path, text: str) -> dict[str, Any]: ...
+    def commit(self, path: Path) -> str | None: ...
+    def is_git_repo(self) -> bool: ...
+
 
 REVIEW_REMARK = "Demo review: this line is new; say in a test what it is for."
 
