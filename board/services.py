@@ -148,7 +148,24 @@ def _claim_take(
 def _claimed(*, task: Task, agent: Agent, session: AgentSession | None) -> Task:
     task.assignee = agent  # the row has its id; the output shows its slug without another query
     task.session = session
+    if session is not None and session.task_id != task.pk:
+        # The session works on this task now (`session start`, then `task claim-next`): the usage it
+        # reports from here on (tokens, cost) rolls up to the task and counts against its budgets.
+        AgentSession.objects.filter(pk=session.pk).update(task_id=task.pk)
+        session.task_id = task.pk
     return task
+
+
+def task_session_follow(*, session: AgentSession) -> None:
+    """A session opened on a task its agent holds: the card follows it (its status, its questions),
+    the newest of the agent's sessions on the task. Caller holds the session's opening transaction."""
+    moved = (
+        Task.objects.filter(pk=session.task_id, assignee_id=session.agent_id, status=Task.Status.IN_PROGRESS)
+        .exclude(session_id=session.pk)
+        .update(session=session, updated_at=timezone.now())
+    )
+    if moved:
+        board_push_tasks(task_ids=[session.task_id])
 
 
 def _claim_opened(*, task: Task, agent: Agent, session: AgentSession | None, actor: Actor) -> Task:

@@ -4,11 +4,12 @@ not import them."""
 
 from board.live import board_push_tasks
 from board.models import Task
-from board.services import task_claims_release_for_session
+from board.services import task_claims_release_for_session, task_session_follow
 from config.api.errors import DomainError
 from sessions_app.models import Agent, AgentSession
 from sessions_app.session_hooks import (
     agent_alive_hook_register,
+    session_opened_hook_register,
     session_status_hook_register,
     session_task_gate_register,
 )
@@ -39,6 +40,8 @@ def session_status_board(*, actor, session: AgentSession, previous: str, status:
 def session_hooks_register() -> None:
     session_task_gate_register(name="board", gate=session_task_not_held_by_another)
     session_status_hook_register(name="board", hook=session_status_board)
+    # A second session opened on a task its agent holds: the card shows the newest.
+    session_opened_hook_register(name="board", hook=task_session_follow)
     # Every sign of life renews the agent's worktree leases: an agent the reaper counts as alive must
     # not lose its worktrees to lease expiry while it works.
     agent_alive_hook_register(name="worktree_leases", hook=worktree_leases_renew)

@@ -14,3 +14,7 @@ class RunnersConfig(AppConfig):
         from runners.task_claims import run_claim_condition_register
 
         run_claim_condition_register()
+        # An orchestrate key reads the sessions of runs (sessions_app's read grants).
+        from runners.session_reads import run_session_reads_register
+
+        run_session_reads_register()

@@ -50,9 +50,16 @@ def task_runner_requirements(labels) -> set[str]:
 
 def _matching_queued(runner: Runner, budget: RoomBudget):
     """Queued runs of a provider it offers and has room for, whose task's repository (if any) is on
-    the server's machine or on this runner's: a runner-hosted clone is worked only where it is."""
+    the server's machine or on this runner's: a runner-hosted clone is worked only where it is. A run
+    continuing another's agent session goes to the runner that ran it (the session is on its disk)
+    while that runner is online; to any runner otherwise, which starts a fresh session told where the
+    work stood."""
     return Run.objects.filter(
         Q(task__repository__runner__isnull=True) | Q(task__repository__runner=runner),
+        ~Q(kind=Run.Kind.CONTINUE)
+        | Q(resumes__runner=runner)
+        | Q(resumes__runner__isnull=True)
+        | Q(resumes__runner__status__in=[Runner.Status.OFFLINE, Runner.Status.DRAINING]),
         status=Run.Status.QUEUED,
         provider__in=[p for p in runner.providers if p and budget.has_room(p)],
     )

@@ -71,6 +71,14 @@ class Run(TimeStampedModel):
         CANCELLED = "cancelled", "Cancelled"  # final: a person asked it to stop
         LOST = "lost", "Lost"  # final: its runner's lease expired without a word
 
+    class Kind(models.TextChoices):
+        WORK = "work", "Work"  # the task's work, in a fresh agent session (a lost run's resume is one too)
+        # Changes requested (SPEC §10): continues the agent session of ``resumes`` (its provider's resume,
+        # Claude's --resume, Codex's exec resume) on the same branch, the request as its prompt.
+        CONTINUE = "continue", "Continue"
+        # Asked to review the task's change: reads it and comments through the API; never commits.
+        REVIEW = "review", "Review"
+
     ACTIVE = frozenset({Status.QUEUED, Status.ASSIGNED, Status.STARTING, Status.RUNNING})
     TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.LOST})
 
@@ -80,6 +88,13 @@ class Run(TimeStampedModel):
     )
     runner = models.ForeignKey(Runner, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     provider = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.WORK)
+    agent_session = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The provider's own session id (Claude Code's session, Codex's thread), as the runner saw it: "
+        "what a run continuing this one resumes.",
+    )
     # The agent that works the run: one per runner and provider (``claude@build-1``); it holds the
     # task's claim and owns the run's session, like any agent.
     agent = models.ForeignKey(
@@ -142,6 +157,7 @@ class Run(TimeStampedModel):
                 name="run_status_valid",
             ),
             models.CheckConstraint(condition=Q(attempt__gte=1), name="run_attempt_positive"),
+            models.CheckConstraint(condition=Q(kind__in=["work", "continue", "review"]), name="run_kind_valid"),
             models.CheckConstraint(
                 condition=Q(status__in=["succeeded", "failed", "cancelled", "lost"]) | Q(ended_at__isnull=True),
                 name="run_ended_only_when_terminal",
@@ -168,6 +184,8 @@ class TaskReview(TimeStampedModel):
     class Decision(models.TextChoices):
         APPROVE = "approve", "Approved"
         REQUEST_CHANGES = "request_changes", "Changes requested"
+        # Another agent was asked to review (a run of kind review); not a verdict: review_latest skips it.
+        ASK_REVIEW = "ask_review", "Review asked of an agent"
 
     task = models.ForeignKey("board.Task", on_delete=models.CASCADE, related_name="reviews")
     decision = models.CharField(max_length=16, choices=Decision.choices)
@@ -185,7 +203,8 @@ class TaskReview(TimeStampedModel):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(decision__in=["approve", "request_changes"]), name="task_review_decision_valid"
+                condition=Q(decision__in=["approve", "request_changes", "ask_review"]),
+                name="task_review_decision_valid",
             ),
             models.CheckConstraint(condition=~Q(reviewer=""), name="task_review_has_reviewer"),
         ]

@@ -1,6 +1,8 @@
 """Reviewing a task's change (SPEC §10): who may read it, comments on its lines, and the decisions
 (approve; request changes, which queues a run continuing the same agent session on the same branch,
-or a fresh session of another provider).
+or a fresh session of another provider; ask another agent to review, which queues a review run that
+reads the change and comments through the API, never committing: runners/review_prompts.py says
+what each is told).
 
 Readers: people (the API lets in staff and the board's groups), an ``orchestrate`` key, and the
 task's own run keys (a review run comments through one). Deciders: people and ``orchestrate`` keys
@@ -16,8 +18,9 @@ from config.actors import Actor
 from config.api.errors import DomainError
 from ledger.events import event_record
 from runners.models import ReviewComment, Run, TaskReview
+from runners.review_prompts import follow_up_prompt, handover_prompt, review_prompt
 from runners.services import run_queue, run_queue_follow_up
-from runners.task_diff import TaskChange, diff_lines, task_change
+from runners.task_diff import TaskChange, diff_lines, task_branch_name, task_change, task_change_source
 from workspaces.models import Worktree
 
 D = TaskReview.Decision
@@ -50,8 +53,10 @@ def require_reviewer(*, actor: Actor, task: Task) -> None:
 
 
 def review_latest(*, task: Task) -> TaskReview | None:
-    """The task's review state: its newest decision (an approval holds for the head it was made on)."""
-    return TaskReview.objects.filter(task=task).order_by("-created_at", "-id").first()
+    """The task's review state: its newest decision (an approval holds for the head it was made on).
+    Asking an agent to review is no decision: it leaves the state as it was."""
+    decisions = TaskReview.objects.filter(task=task).exclude(decision=D.ASK_REVIEW)
+    return decisions.order_by("-created_at", "-id").first()
 
 
 def comment_list(*, task: Task) -> QuerySet[ReviewComment]:
@@ -145,18 +150,6 @@ def _comments_carried(*, task: Task, decision: str, ids: list[int]) -> list[Revi
     return found
 
 
-def follow_up_prompt(*, message: str, comments: list[dict]) -> str:
-    """What the agent is told: the message, then each comment under its place."""
-    parts = [message.strip()] if message.strip() else []
-    if comments:
-        lines = []
-        for comment in comments:
-            where = comment["path"] + (f":{comment['line']}" if comment.get("line") else "")
-            lines.append(f"- {where}: {comment['body'].strip()}")
-        parts.append("Review comments:\n" + "\n".join(lines))
-    return "\n\n".join(parts)
-
-
 @transaction.atomic
 def task_review(
     *,
@@ -168,11 +161,12 @@ def task_review(
     provider: str | None = None,
     comment_ids: list[int] | None = None,
 ) -> TaskReview:
-    """Approve the task's change, or request changes: a run continuing the latest run's session
-    (``provider`` given: a fresh session of that provider) with the message and comments as its
-    prompt. ``comment_ids``: comments already written on the change (a person's, a review run's)
-    that go with the request too, not copied. 409 when the task has no run, a run still going, or no
-    branch; nothing is written then."""
+    """Approve the task's change; request changes: a run continuing the latest run's session
+    (``provider`` given: a fresh session of that provider, told of the task and the branch) with the
+    message and comments as its prompt; ask_review: a review run of ``provider`` that reads the
+    change and comments on it (``message``: what to look at). ``comment_ids``: comments already
+    written on the change (a person's, a review run's) that go with a request for changes too, not
+    copied. 409 when the task has no run, a run still going, or no branch; nothing is written then."""
     require_reviewer(actor=actor, task=task)
     task = Task.objects.select_for_update(of=("self",)).select_related("repository__runner").get(pk=task.pk)
     carried = _comments_carried(task=task, decision=decision, ids=comment_ids or [])
@@ -192,10 +186,15 @@ def task_review(
     if not _has_branch(task):
         raise DomainError(f"Task {task.pk} has no branch yet: its runs made no worktree.", code="conflict")
     head = ""
-    if task.repository is None or task.repository.runner_id is None:
+    change = None
+    branch = ""
+    if (task.repository is None or task.repository.runner_id is None) and (comments or decision == D.ASK_REVIEW):
         change = task_change(task=task)
-        head = change.head_commit
+        head, branch = change.head_commit, change.branch
         _check_comments(change=change, comments=comments)
+    elif task.repository is None or task.repository.runner_id is None:
+        # Nothing to check against the diff: the branch's head is enough (one git call, not a diff).
+        _, branch, head, _ = task_change_source(task=task)
     elif comments:
         raise DomainError(
             f"Task {task.pk}'s change lives on runner {task.repository.runner.name}; line comments need a diff the "
@@ -215,10 +214,17 @@ def task_review(
         message=message,
         head_commit=head,
     )
+    if decision == D.ASK_REVIEW:
+        branch = branch or task_branch_name(task=task)
+        base = change.base_branch if change is not None else task.repository.default_branch
+        prompt = review_prompt(task=task, branch=branch, base=base, change=change, focus=message)
+        review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt, kind=Run.Kind.REVIEW)
+        review.save(update_fields=["run", "updated_at"])
     if decision == D.REQUEST_CHANGES:
         prompt = follow_up_prompt(message=message, comments=comments)
         if provider:
-            review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt)
+            prompt = handover_prompt(task=task, branch=branch or task_branch_name(task=task), request=prompt)
+            review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt, resumes=latest)
         else:
             review.run = run_queue_follow_up(actor=actor, previous=latest, prompt=prompt)
         review.save(update_fields=["run", "updated_at"])

@@ -150,7 +150,7 @@ def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
             labels=["run"],
             task=task,
             status=AgentSession.Status.RUNNING,
-            metadata={"run": moved.pk, "runner": moved.runner.name, "provider": moved.provider},
+            metadata=_session_metadata(moved),
         )
         moved.session = session
         moved.save(update_fields=["session", "updated_at"])
@@ -163,6 +163,15 @@ def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
     else:
         resume = None
     return Report(run=moved, changed=True, agent_key=key, resume=resume)
+
+
+def _session_metadata(run: Run) -> dict:
+    metadata = {"run": run.pk, "runner": run.runner.name, "provider": run.provider}
+    if run.kind != Run.Kind.WORK:
+        metadata["kind"] = run.kind
+    if run.kind == Run.Kind.CONTINUE and run.resumes_id is not None:
+        metadata["continues"] = run.resumes.session_id  # the session page links the conversation's earlier part
+    return metadata
 
 
 def _unacknowledged(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
@@ -229,7 +238,10 @@ def run_end_effects(*, run: Run, actor: Actor) -> None:
     held = task.status == Task.Status.IN_PROGRESS and run.agent_id is not None and task.assignee_id == run.agent_id
     if run.status == S.SUCCEEDED and session is not None and run.summary and not session.is_terminal:
         _milestone(actor=actor, session=session, text=summary_text(run.summary))
-    if held and run.status == S.SUCCEEDED:
+    if held and run.kind == Run.Kind.REVIEW and run.status != S.LOST:
+        # A review run read the change: however it ended, the change is still there to review.
+        task_complete(actor=actor, task=task, review=True)
+    elif held and run.status == S.SUCCEEDED:
         task_complete(actor=actor, task=task, review=True)
     elif held and run.status == S.FAILED:
         task_fail(actor=actor, task=task, error=_exit_error(run))

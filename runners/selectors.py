@@ -50,3 +50,21 @@ def task_type(*, task: Task) -> str:
 
 def run_active_for_task(*, task_id: int) -> Run | None:
     return Run.objects.filter(task_id=task_id, status__in=Run.ACTIVE).first()
+
+
+CONTINUE_CHAIN_MAX = 20  # runs looked back through for the agent session a continuation resumes
+
+
+def run_agent_session_to_continue(*, run: Run) -> str:
+    """The provider's session id a ``continue`` run resumes: its ``resumes``' own, else (that run
+    never said which, lost before it did) the one that run itself continued, further back."""
+    earlier = run.resumes
+    for _ in range(CONTINUE_CHAIN_MAX):
+        if earlier is None:
+            return ""
+        if earlier.agent_session:
+            return earlier.agent_session
+        if earlier.kind != Run.Kind.CONTINUE:
+            return ""
+        earlier = earlier.resumes
+    return ""

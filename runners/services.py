@@ -53,6 +53,7 @@ TRANSITION_FIELDS = frozenset(
         "lease_expires_at",
         "error",
         "summary",
+        "agent_session",
     }
 )
 
@@ -140,8 +141,18 @@ def require_run_starter(*, actor: Actor, what: str) -> None:
 
 
 @transaction.atomic
-def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = None) -> Run:
-    """Queue a run of ``provider`` on ``task``; 409 if the task already has an active run."""
+def run_queue(
+    *,
+    actor: Actor,
+    task: Task,
+    provider: str,
+    prompt: str | None = None,
+    kind: str = Run.Kind.WORK,
+    resumes: Run | None = None,
+) -> Run:
+    """Queue a run of ``provider`` on ``task`` (a fresh agent session; ``kind`` review: one that reads
+    the change and comments); 409 if the task already has an active run. ``resumes``: the earlier run
+    whose session's checkpoint and milestones the new one is told of (another provider taking over)."""
     require_run_starter(actor=actor, what="Queueing runs")
     if not provider or len(provider) > 64 or not set(provider) <= PROVIDER_CHARS:
         raise DomainError(
@@ -149,8 +160,9 @@ def run_queue(*, actor: Actor, task: Task, provider: str, prompt: str | None = N
         )
     task = Task.objects.select_for_update().get(pk=task.pk)
     _refuse_held_elsewhere(task)
-    run = _run_create(task=task, provider=provider, prompt=run_prompt_default(task=task) if prompt is None else prompt)
-    _run_event("run.queued", run, actor)
+    prompt = run_prompt_default(task=task) if prompt is None else prompt
+    run = _run_create(task=task, provider=provider, prompt=prompt, kind=kind, resumes=resumes)
+    _run_event("run.queued", run, actor, **({"kind": kind} if kind != Run.Kind.WORK else {}))
     board_push_tasks(task_ids=[run.task_id])  # the card shows its run: queued, then its state
     transaction.on_commit(queue_wake)  # a runner's long poll in this process looks at once
     if task.status not in (Task.Status.READY, Task.Status.IN_PROGRESS):
@@ -169,12 +181,14 @@ def _refuse_held_elsewhere(task: Task) -> None:
         )
 
 
-def _run_create(*, task: Task, provider: str, prompt: str, resumes: Run | None = None) -> Run:
+def _run_create(
+    *, task: Task, provider: str, prompt: str, resumes: Run | None = None, kind: str = Run.Kind.WORK
+) -> Run:
     """The run's row; a second active run of the task is a 409 (``run_one_active_per_task``)."""
     try:
         # A savepoint, so a second active run is a 409 and not a broken outer transaction.
         with transaction.atomic():
-            return Run.objects.create(task=task, provider=provider, prompt=prompt, resumes=resumes)
+            return Run.objects.create(task=task, provider=provider, prompt=prompt, resumes=resumes, kind=kind)
     except IntegrityError:
         active = Run.objects.filter(task=task, status__in=Run.ACTIVE).values_list("pk", flat=True).first()
         raise DomainError(
@@ -187,13 +201,14 @@ def _run_create(*, task: Task, provider: str, prompt: str, resumes: Run | None =
 @transaction.atomic
 def run_queue_follow_up(*, actor: Actor, previous: Run, prompt: str) -> Run:
     """Queue a run that continues ``previous``'s agent session on the same task (and so the same
-    branch) with a new prompt: its provider's resume, as a lost run's resume run is made
-    (``resumes``; the runner's start answer carries the session to resume)."""
+    branch) with a new prompt (kind ``continue``): the runner that ran ``previous`` gets it while it
+    is online (runners/dispatch.py) and starts its provider's resume of ``previous.agent_session``;
+    another runner, or a provider without a resume, starts a fresh session told where the work stood."""
     require_run_starter(actor=actor, what="Queueing runs")
     task = Task.objects.select_for_update().get(pk=previous.task_id)
     _refuse_held_elsewhere(task)
-    run = _run_create(task=task, provider=previous.provider, prompt=prompt, resumes=previous)
-    _run_event("run.queued", run, actor, resumes=previous.pk)
+    run = _run_create(task=task, provider=previous.provider, prompt=prompt, resumes=previous, kind=Run.Kind.CONTINUE)
+    _run_event("run.queued", run, actor, resumes=previous.pk, kind=run.kind)
     board_push_tasks(task_ids=[run.task_id])
     transaction.on_commit(queue_wake)
     if task.status not in (Task.Status.READY, Task.Status.IN_PROGRESS):
@@ -204,7 +219,10 @@ def run_queue_follow_up(*, actor: Actor, previous: Run, prompt: str) -> Run:
 def run_requeue_lost(*, actor: Actor, lost: Run) -> Run:
     """Queue a new run of a lost run's task that resumes it (same provider and prompt). Caller holds
     the transaction in which ``lost`` ended: the task has no other active run then."""
-    run = Run.objects.create(task_id=lost.task_id, provider=lost.provider, prompt=lost.prompt, resumes=lost)
+    # Of the same kind: a lost review still reviews, a lost continuation continues (the lost run's session).
+    run = Run.objects.create(
+        task_id=lost.task_id, provider=lost.provider, prompt=lost.prompt, resumes=lost, kind=lost.kind
+    )
     _run_event("run.queued", run, actor, resumes=lost.pk)
     board_push_tasks(task_ids=[run.task_id])
     transaction.on_commit(queue_wake)

@@ -9,6 +9,7 @@ from django.db.models import Q, QuerySet
 from config.actors import Actor
 from config.api.errors import DomainError
 from sessions_app.models import Agent, AgentSession, StreamEvent
+from sessions_app.session_hooks import session_read_granted
 
 
 def session_get_for_actor(*, actor: Actor, session_id: str, for_update: bool = False) -> AgentSession:
@@ -19,6 +20,18 @@ def session_get_for_actor(*, actor: Actor, session_id: str, for_update: bool = F
     session = queryset.filter(pk=session_id).first()
     if session is None:
         raise DomainError(f"Session {session_id!r} not found.", code="not_found")
+    _check_may_touch(actor, session)
+    return session
+
+
+def session_get_for_reader(*, actor: Actor, session_id: str) -> AgentSession:
+    """``session_get_for_actor`` for reads only: also a session another app's read grant opens to the
+    actor (sessions_app/session_hooks.py: an ``orchestrate`` key reads the sessions of runs)."""
+    session = AgentSession.objects.select_related("agent", "workspace").filter(pk=session_id).first()
+    if session is None:
+        raise DomainError(f"Session {session_id!r} not found.", code="not_found")
+    if not actor.may_touch_session(session) and session_read_granted(actor=actor, session=session):
+        return session
     _check_may_touch(actor, session)
     return session
 

@@ -24,6 +24,7 @@ from sessions_app.models import Agent, AgentSession, Checkpoint, Milestone, Stre
 from sessions_app.permission_requests import waiting_question_summary
 from sessions_app.session_hooks import (
     agent_alive_hooks_run,
+    session_opened,
     session_status_changed,
     session_task_gates_run,
     session_workspace_create,
@@ -139,6 +140,8 @@ def session_open(
                 actor=actor.label,
                 payload={"agent": agent.slug, "intent": intent[:500], "status": status},
             )
+            if task is not None:
+                session_opened(session=session)
     except IntegrityError:
         # Another request opened the same id between our look and our insert.
         if workspace is not None and workspace.kind == "session":

@@ -1,6 +1,6 @@
 """What apps above sessions_app check when a session is opened on a task, and do when a session
 changes status or an agent shows a sign of life, without sessions_app importing them (the layers in
-pyproject); and who gives an opening session its workspace.
+pyproject); who besides its owner may read a session; and who gives an opening session its workspace.
 
 The pattern of config/extension_points.py: an app registers a hook from ``AppConfig.ready()`` (here
 composition/apps.py, which wires board and workspaces in), and the service calls every hook at the
@@ -21,6 +21,8 @@ from config.extension_points import Hooks, Provider
 _task_gates = Hooks()
 _status_hooks = Hooks()
 _alive_hooks = Hooks()
+_read_grants = Hooks()
+_opened_hooks = Hooks()
 
 
 def session_task_gate_register(*, name: str, gate: Callable) -> None:
@@ -52,6 +54,27 @@ def agent_alive_hook_register(*, name: str, hook: Callable) -> None:
 
 def agent_alive_hooks_run(*, agent) -> None:
     _alive_hooks.call_each(agent=agent)
+
+
+def session_opened_hook_register(*, name: str, hook: Callable) -> None:
+    """``hook(session=...)`` runs when a session naming a task was opened, in its transaction: the
+    board's card follows the newest session of the agent that holds it."""
+    _opened_hooks.register(name=name, hook=hook)
+
+
+def session_opened(*, session) -> None:
+    _opened_hooks.call_each(session=session)
+
+
+def session_read_grant_register(*, name: str, grant: Callable) -> None:
+    """``grant(actor=..., session=...)`` returns True when ``actor``, who does not own ``session``,
+    may still read it (never write): runners' lets an ``orchestrate`` key read the sessions of runs,
+    which it queues and reviews. Asked only after the owner check failed, so an owner pays nothing."""
+    _read_grants.register(name=name, hook=grant)
+
+
+def session_read_granted(*, actor, session) -> bool:
+    return any(grant(actor=actor, session=session) for grant in _read_grants)
 
 
 # The three callables by name (shared, create, discard), registered together.

@@ -15,5 +15,5 @@ from sessions_app import selectors
 class SessionResumeView(APIView):
     @extend_schema(responses=ResumeOutput, summary="What a restarted agent needs to pick up where it stopped")
     def get(self, request, session_id: str):
-        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        session = selectors.session_get_for_reader(actor=actor_from_request(request), session_id=session_id)
         return Response(resume_body(session_resume(session=session)))

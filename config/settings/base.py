@@ -342,6 +342,7 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "runners.models.Run.Status",
         "RunnerStatusEnum": "runners.models.Runner.Status",
         "ReviewDecisionEnum": "runners.models.TaskReview.Decision",
+        "RunKindEnum": "runners.models.Run.Kind",
         # A workspace's kind and status appear in workspaces' WorkspaceOutput and sessions_app's
         # SessionWorkspaceOutput (the same JSON): one enum each, under their long-standing names.
         "WorkspaceOutputKindEnum": "workspaces.models.Workspace.Kind",

@@ -12,7 +12,7 @@ from ledger.api.serializers import ToolCallFinishInput, ToolCallInput, ToolCallO
 from ledger.models import ToolInvocation
 from ledger.tool_use_gates import tool_use_verdicts
 from sessions_app.api.views import BATCH_DOC, BatchOutput
-from sessions_app.selectors import session_get_for_actor
+from sessions_app.selectors import session_get_for_actor, session_get_for_reader
 from sessions_app.tool_policy import tool_use_verdict
 
 
@@ -47,7 +47,7 @@ class SessionToolCallsView(ListAPIView):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation has no session
             return ToolInvocation.objects.none()
-        session = session_get_for_actor(actor=actor_from_request(self.request), session_id=self.kwargs["session_id"])
+        session = session_get_for_reader(actor=actor_from_request(self.request), session_id=self.kwargs["session_id"])
         queryset = ToolInvocation.objects.filter(session=session).select_related("session", "agent")
         status = self.request.query_params.get("status")
         if status:

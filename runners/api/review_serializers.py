@@ -101,7 +101,10 @@ class CommentOutput(serializers.ModelSerializer):
 class ReviewInput(StrictSerializer):
     decision = serializers.ChoiceField(choices=TaskReview.Decision.choices)
     message = serializers.CharField(
-        max_length=MESSAGE_MAX, required=False, allow_blank=True, help_text="request_changes: what to change."
+        max_length=MESSAGE_MAX,
+        required=False,
+        allow_blank=True,
+        help_text="request_changes: what to change; ask_review: what the reviewer should look at.",
     )
     comments = CommentInput(
         many=True, required=False, max_length=COMMENTS_MAX, help_text="request_changes: line comments sent with it."
@@ -110,10 +113,19 @@ class ReviewInput(StrictSerializer):
         PROVIDER_PATTERN,
         required=False,
         max_length=64,
-        help_text="request_changes: a fresh session of this provider instead of the same session continuing.",
+        help_text="request_changes: a fresh session of this provider instead of the same session continuing; "
+        "ask_review (required): the provider of the review run.",
     )
 
     def validate(self, attrs):
+        if attrs["decision"] == TaskReview.Decision.ASK_REVIEW:
+            if not attrs.get("provider"):
+                raise serializers.ValidationError({"provider": ["ask_review needs the provider of the review run."]})
+            if attrs.get("comments"):
+                raise serializers.ValidationError(
+                    {"comments": ["ask_review takes no comments: the review run writes them."]}
+                )
+            return attrs
         if attrs["decision"] == TaskReview.Decision.APPROVE and (
             attrs.get("message") or attrs.get("comments") or attrs.get("provider")
         ):
@@ -129,7 +141,7 @@ class ReviewInput(StrictSerializer):
 
 class ReviewOutput(serializers.ModelSerializer):
     task = serializers.PrimaryKeyRelatedField(read_only=True)
-    run = RunOutput(allow_null=True, help_text="request_changes: the run queued.")
+    run = RunOutput(allow_null=True, help_text="request_changes and ask_review: the run queued.")
     comments = CommentOutput(many=True)
 
     class Meta:

@@ -151,11 +151,15 @@ class TaskReviewView(APIView):
             400: OpenApiResponse(description="A comment on a path or line not in the diff, or a bad body."),
             409: OpenApiResponse(description="The task has no run, no branch, or a run still going."),
         },
-        summary="Approve the task's change, or request changes (people and 'orchestrate' keys)",
+        summary="Approve the task's change, request changes, or ask an agent to review it (people and 'orchestrate' keys)",
         description='`{"decision": "approve"}` marks the change approved (who, when, on which head). '
         '`{"decision": "request_changes", "message": ..., "comments": [{"path", "line", "body"}]}` queues a run '
         "that continues the latest run's agent session on the same branch (its provider's resume) with the message "
         'and comments as its prompt; with `"provider"`, a fresh session of that provider on the same branch. '
+        '`{"decision": "ask_review", "provider": ..., "message": ...}` queues a review run of that provider: it gets '
+        "the branch and the diff (or how to fetch it), may not commit (a commit fails the run and is taken off the "
+        "branch), and comments through `POST /tasks/{id}/comments/` with its run key; it is no verdict (the diff's "
+        "`review` stays the newest approve or request_changes). "
         "approve takes no message, comments or provider; request_changes needs a message or comments (400). "
         "Agent and run keys are refused (403).",
     )

@@ -35,7 +35,9 @@ class RunOutput(serializers.ModelSerializer):
             "session",
             "runner",
             "provider",
+            "kind",
             "agent",
+            "agent_session",
             "prompt",
             "workdir",
             "status",
@@ -313,6 +315,12 @@ class AssignedTaskOutput(serializers.Serializer):
 class ResumesOutput(serializers.Serializer):
     id = serializers.IntegerField()
     session = serializers.CharField(allow_null=True)
+    provider = serializers.CharField()
+    runner = serializers.CharField(allow_null=True, help_text="The runner that ran it (where its session is).")
+    workdir = serializers.CharField(allow_blank=True)
+    agent_session = serializers.CharField(
+        allow_blank=True, help_text="kind continue: the provider's session id to resume ('' when unknown)."
+    )
 
 
 class AssignmentOutput(serializers.Serializer):
@@ -320,6 +328,11 @@ class AssignmentOutput(serializers.Serializer):
     attempt = serializers.IntegerField()
     provider = serializers.CharField()
     prompt = serializers.CharField(allow_blank=True)
+    kind = serializers.ChoiceField(
+        choices=Run.Kind.choices,
+        help_text="work: a fresh session; continue: resume `resumes`' agent session with the prompt; review: read "
+        "the change and comment, never commit.",
+    )
     task = AssignedTaskOutput()
     resumes = ResumesOutput(allow_null=True)
 
@@ -378,6 +391,12 @@ class RunStatusInput(StrictSerializer):
         help_text="Why it failed: exit code, last lines of the log.",
     )
     summary = RunSummaryInput(required=False, help_text="What it produced: " + SUMMARY_SHAPE + ".")
+    agent_session = serializers.RegexField(
+        r"^[A-Za-z0-9._:-]*$",
+        required=False,
+        max_length=200,
+        help_text="The provider's own session id (Claude Code's session, Codex's thread), once the runner knows it.",
+    )
 
 
 class RunStatusOutput(serializers.Serializer):

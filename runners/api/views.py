@@ -212,7 +212,18 @@ def _assignment(run) -> dict:
                 "runner": repository.runner.name if repository.runner_id else None,
             },
         },
-        "resumes": None if resumes is None else {"id": resumes.pk, "session": resumes.session_id},
+        "kind": run.kind,
+        "resumes": None
+        if resumes is None
+        else {
+            "id": resumes.pk,
+            "session": resumes.session_id,
+            "provider": resumes.provider,
+            "runner": resumes.runner.name if resumes.runner_id else None,
+            "workdir": resumes.workdir,
+            # What a continue run resumes (the runner that has it on disk starts the provider's resume).
+            "agent_session": selectors.run_agent_session_to_continue(run=run),
+        },
     }
 
 
@@ -243,7 +254,7 @@ class RunStatusView(APIView):
         run = selectors.run_get(run_id=run_id)
         fields = {
             name: data[name]
-            for name in ("pid", "sandboxed", "exit_code", "workdir", "log_path", "error", "summary")
+            for name in ("pid", "sandboxed", "exit_code", "workdir", "log_path", "error", "summary", "agent_session")
             if name in data
         }
         report = run_report(actor=actor, run=run, attempt=data["attempt"], status=data["status"], **fields)

@@ -43,7 +43,7 @@ class SessionLogView(APIView):
         ),
     )
     def get(self, request, session_id: str):
-        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        session = selectors.session_get_for_reader(actor=actor_from_request(request), session_id=session_id)
         offset = int_param(request, "offset", default=0, minimum=0, maximum=MAX_OFFSET)
         limit = int_param(request, "limit", default=DEFAULT_CHUNK, minimum=1, maximum=MAX_CHUNK)
         chunk = session_log_read(session=session, offset=offset, limit=limit)

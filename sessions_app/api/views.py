@@ -61,7 +61,7 @@ class AgentHeartbeatView(APIView):
 class SessionDetailView(APIView):
     @extend_schema(responses=s.SessionOutput, summary="Read a session")
     def get(self, request, session_id: str):
-        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        session = selectors.session_get_for_reader(actor=actor_from_request(request), session_id=session_id)
         return Response(s.SessionOutput(session).data)
 
 
@@ -106,7 +106,7 @@ class SessionEventsView(APIView):
         summary="Read events in order, from a cursor",
     )
     def get(self, request, session_id: str):
-        session = selectors.session_get_for_actor(actor=actor_from_request(request), session_id=session_id)
+        session = selectors.session_get_for_reader(actor=actor_from_request(request), session_id=session_id)
         after_seq = int_param(request, "after_seq", default=0, minimum=0)
         limit = int_param(request, "limit", default=100, minimum=1, maximum=1000)
         rows, has_more = selectors.stream_events_after(session=session, after_seq=after_seq, limit=limit)

@@ -149,7 +149,9 @@ def test_a_killed_run_resumes_with_the_providers_resume_command(
     run = run_queue(actor=person, task=task, provider=provider)
     first = machine.start()
     before = wait_for(
-        lambda: run_in(run, "running") and machine.state(run).get("shipped", 0) > 0 and machine.state(run),
+        lambda: (
+            run_in(run, "running") and (s := machine.state(run)).get("shipped", 0) > 0 and s.get("agent_session") and s
+        ),
         timeout=60,
         what="the agent's first output",
         machines=[machine],
@@ -177,8 +179,9 @@ def test_a_killed_run_resumes_with_the_providers_resume_command(
     assert "You are resuming this work after an interruption" in prompt and f"hold: {go}" in prompt
     if provider == "codex":
         # No --cd on `exec resume`: the runner starts it in the workdir, where the thread was made.
-        resume = ["codex", "exec", "resume", "--last", "--json", "-c", 'sandbox_mode="workspace-write"', "--", prompt]
-        assert argv == resume
+        # By the thread's id, which the runner read from the first attempt's thread.started.
+        resume = ["codex", "exec", "resume", "--json", "-c", 'sandbox_mode="workspace-write"', "--"]
+        assert argv[:7] == resume and argv[8:] == [prompt] and argv[7] == before["agent_session"], argv
         assert cwd == workdir
     else:
         assert argv[:4] == ["gemini", "-r", "latest", f"--prompt={prompt}"], argv

@@ -83,7 +83,7 @@ def _start(tmp_path: Path, provider: str, prompt: str, *, resume: bool) -> dict:
     # The lease `starting` would have renewed: the agent's watchdog (runner/watchdog.py) reads it.
     lease_write(lease_path(tmp_path, state.id), sent_at=time.time(), lease_seconds=600, grace=10)
     worker = RunWorker(runner, state, "new")
-    worker._spawn(prompt, resume=resume)
+    worker._spawn(prompt, resume=resume, agent_session="0199-thread" if resume else "")
     assert worker.popen.wait(60) == 0, (tmp_path / "jobs").glob("*.log")
     worker._watchdog_stop()  # as the runner does when a run ends: it would sleep until the lease's end
     return json.loads((tmp_path / f"{provider}.json").read_text())
@@ -97,7 +97,9 @@ def _taken_as_prompt(provider: str, seen: dict) -> str | None:
         # -p and options only: every word but -p starts an option or is one's value.
         return given if argv[0] == "-p" and argv[1].startswith("--") else None
     if provider == "codex":
-        return argv[-1] if argv.count("--") == 1 and argv[-2] == "--" else None
+        # `exec resume -- SESSION_ID PROMPT`: after the one "--" every word is a positional.
+        at = -3 if argv[:2] == ["exec", "resume"] else -2
+        return argv[-1] if argv.count("--") == 1 and argv[at] == "--" else None
     glued = [part for part in argv if part.startswith("--prompt=")]
     return glued[0].removeprefix("--prompt=") if len(glued) == 1 and "-p" not in argv else None
 

@@ -89,7 +89,12 @@ def test_the_resuming_run_starts_with_the_lost_sessions_packet(runner_client, ot
     handed = next_runs(other_runner_client).json()["runs"]
     started = report(other_runner_client, resumed.pk, "starting").json()
 
-    assert handed[0]["resumes"] == {"id": run.pk, "session": first["session"]}
+    assert (handed[0]["kind"], handed[0]["resumes"]["id"], handed[0]["resumes"]["session"]) == (
+        "work",
+        run.pk,
+        first["session"],
+    )
+    assert handed[0]["resumes"]["runner"] == "build-1"  # where the lost one ran
     assert started["resume"]["session"]["id"] == first["session"]
     assert Task.objects.get(pk=run.task_id).assignee.slug == "demo-at-build-2"
 

@@ -55,6 +55,7 @@ def test_a_queued_run_is_handed_out_at_once_as_an_assignment(runner_client, queu
                         "runner": None,  # the server's clone
                     },
                 },
+                "kind": "work",
                 "resumes": None,
             }
         ],
@@ -218,7 +219,15 @@ def test_a_resumed_run_says_which_run_and_session_it_resumes(runner_client, queu
 
     answer = next_runs(runner_client).json()["runs"]
 
-    assert [(r["id"], r["resumes"]) for r in answer] == [(resume.pk, {"id": lost.pk, "session": "s-old"})]
+    resumes = {
+        "id": lost.pk,
+        "session": "s-old",
+        "provider": lost.provider,
+        "runner": None,
+        "workdir": "",
+        "agent_session": "",
+    }
+    assert [(r["id"], r["kind"], r["resumes"]) for r in answer] == [(resume.pk, "work", resumes)]
 
 
 def test_another_runner_never_gets_a_run_already_handed_out(runner_client, other_runner_client, queue_run):

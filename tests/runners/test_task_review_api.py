@@ -394,7 +394,10 @@ def test_request_changes_with_a_provider_is_a_fresh_session_of_it(staff_client, 
 
     assert response.status_code == 201
     queued = Run.objects.exclude(pk=run.pk).get()
-    assert (queued.provider, queued.resumes_id, queued.prompt) == ("codex", None, "Try it your way.")
+    # A fresh session (kind work, not continue), told of the earlier run's session and of the branch.
+    assert (queued.provider, queued.kind, queued.resumes_id) == ("codex", "work", run.pk)
+    assert queued.prompt.startswith("Fix the app\n\n---\nEarlier runs worked on this task on the branch " + branch)
+    assert queued.prompt.endswith("asks for this:\n\nTry it your way.")
 
 
 @pytest.mark.parametrize("status", [S.QUEUED, S.RUNNING])

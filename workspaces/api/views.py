@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from config.api.errors import DomainError
 from config.api.views import actor_from_request, validate_input
-from sessions_app.selectors import session_get_for_actor
+from sessions_app.selectors import session_get_for_actor, session_get_for_reader
 from workspaces.api import serializers as s
 from workspaces.files import selectors, services
 from workspaces.files.download_host import download_host_enabled, download_redirect
@@ -26,7 +26,7 @@ class SessionFilesView(ListAPIView):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Artifact.objects.none()
-        session = session_get_for_actor(actor=actor_from_request(self.request), session_id=self.kwargs["session_id"])
+        session = session_get_for_reader(actor=actor_from_request(self.request), session_id=self.kwargs["session_id"])
         return selectors.artifacts_in(workspace=selectors.session_workspace(session=session))
 
     @extend_schema(summary="List the artifacts in the session's workspace, with every version")
@@ -118,7 +118,7 @@ class SessionFileView(APIView):
     )
     def get(self, request, session_id: str, path: str):
         actor = actor_from_request(request)
-        session = session_get_for_actor(actor=actor, session_id=session_id)
+        session = session_get_for_reader(actor=actor, session_id=session_id)
         workspace = selectors.session_workspace(session=session)
         fd, size, logical = services.artifact_open(workspace=workspace, path=path)
         if actor.agent is None and download_host_enabled():

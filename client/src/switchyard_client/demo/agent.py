@@ -10,6 +10,9 @@ product ``NOTES-task-<id>.md`` written into the workdir, uploaded to the session
 workdir is a git repository, and a milestone. Its stdout is the run's log, so it prints one readable
 line per step.
 
+On a run continuing the task after a request for changes, or a review run, it does what
+``demo/followups.py`` says instead.
+
 Exit codes: 0 done; 1 the task asked for a failure (a description line ``fail: <reason>``) or
 Switchyard refused a report; 3 not configured; 143 stopped by SIGTERM (a "cancelled" event first).
 ``--speed`` (or DEMO_AGENT_SPEED) divides every pause: tests run it at 100 and more.
@@ -30,6 +33,7 @@ from typing import Any
 from switchyard_client.api.client import Client, now_iso
 from switchyard_client.api.errors import ConfigurationError, SwitchyardError
 from switchyard_client.api.retry import RetryPolicy, client_id
+from switchyard_client.demo.followups import continue_work, review_change
 
 DEFAULT_ANSWER_WAIT_SECONDS = 300.0
 ANSWER_POLL_SECONDS = 0.5
@@ -71,6 +75,8 @@ def failure_in(description: str) -> str | None:
 
 
 class DemoAgent:
+    say = staticmethod(say)  # for demo/followups.py
+
     def __init__(self, client: Client, *, speed: float, answer_wait: float):
         self.client = client
         self.speed = speed if speed > 0 else 1.0
@@ -95,6 +101,13 @@ class DemoAgent:
         self.client.session_transition(self.session, "running", reason="demo agent started")
         self.event("log", message=f"Demo agent started on {task}: {self.title}")
         self.pause(1.0)
+        kind = os.environ.get("SWITCHYARD_RUN_KIND", "work")
+        if kind in ("continue", "review"):
+            say(f"a {kind} run: " + ("acting on the request" if kind == "continue" else "reviewing the change"))
+            code = continue_work(self) if kind == "continue" else review_change(self)
+            self.event("log", message="Demo agent finished")
+            say("done")
+            return code
 
         files = self.tool(
             "Read",

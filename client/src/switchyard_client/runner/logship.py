@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,12 @@ PIECE = 1024 * 1024
 TEXT_MAX = 4000
 EVENTS_PER_BATCH = 500
 PARSE_MAX = 4 * 1024 * 1024  # log bytes turned into events per tick, at most
+
+
+# What the server takes as a provider's session id (runners/api/serializers.py RunStatusInput).
+AGENT_SESSION = re.compile(r"[A-Za-z0-9._:-]{1,200}")
+# The output events (events_from_line's "event") that name the provider's own session, and where.
+SESSION_EVENTS = {"system/init": "session_id", "init": "session_id", "thread.started": "thread_id"}
 
 
 class LeaseLost(Exception):
@@ -270,6 +277,7 @@ def run_events_ship(state: RunState, agent: Client | None, *, hooks: bool, final
         # rather than wait for a newline forever.
         final=(final and s.parsed + len(data) >= s.shipped) or (len(data) == PARSE_MAX and b"\n" not in data),
     )
+    s.agent_session = agent_session_in(events) or s.agent_session
     for start in range(0, len(events), EVENTS_PER_BATCH):
         try:
             agent.events_append(s.session, events[start : start + EVENTS_PER_BATCH])
@@ -280,3 +288,16 @@ def run_events_ship(state: RunState, agent: Client | None, *, hooks: bool, final
     s.parsed += used
     s.parsed_lines += lines
     return used > 0
+
+
+def agent_session_in(events: list[dict[str, Any]]) -> str:
+    """The provider's session id named by the last of ``events`` that names one (Claude Code's
+    ``system/init``, Gemini's ``init``, Codex's ``thread.started``), else ''."""
+    found = ""
+    for event in events:
+        payload = event.get("payload") or {}
+        key = SESSION_EVENTS.get(str(payload.get("event") or ""))
+        value = payload.get(key) if key else None
+        if isinstance(value, str) and AGENT_SESSION.fullmatch(value):
+            found = value
+    return found

@@ -4,8 +4,8 @@ config's ``[providers.<name>]`` tables, and the argv templating.
 Flags were written against: Claude Code 2.1.x (`-p`, `--output-format stream-json --verbose`,
 `--session-id <uuid>`, `--resume <uuid>`, `--settings <json>`, `--permission-mode`, `--allowedTools`),
 Codex CLI 0.125 (`codex exec --json --sandbox workspace-write --skip-git-repo-check --cd DIR PROMPT`;
-`codex exec resume --last PROMPT`, which takes no --cd/--sandbox, hence `-c sandbox_mode=...` and the
-workdir as its cwd) and Gemini CLI's headless mode (`-p`, `--output-format stream-json`,
+`codex exec resume SESSION_ID PROMPT`, which takes no --cd/--sandbox, hence `-c sandbox_mode=...` and the
+workdir as its cwd; the id is the run's or, for a run continuing another, that run's ``thread_id``) and Gemini CLI's headless mode (`-p`, `--output-format stream-json`,
 `--approval-mode`, `-r latest`, sessions kept per project folder). A config table of the same name
 overrides any of it.
 
@@ -34,7 +34,18 @@ from typing import Any
 from switchyard_client.runner.config import ProviderConfig, RunnerConfig, RunnerConfigError, parse_provider
 
 PLACEHOLDERS = frozenset(
-    {"prompt", "session_id", "session_uuid", "workdir", "run_id", "task_id", "python", "hook_settings", "hook_command"}
+    {
+        "prompt",
+        "session_id",
+        "session_uuid",
+        "agent_session",
+        "workdir",
+        "run_id",
+        "task_id",
+        "python",
+        "hook_settings",
+        "hook_command",
+    }
 )
 # Fixed, so that a session id always maps to the same Claude Code session (uuid5 of the id).
 SESSION_NAMESPACE = uuid.UUID("6f1c7a52-4c1e-4f7e-9a8e-2f0c3b9d5e11")
@@ -98,11 +109,11 @@ def _builtins() -> dict[str, ProviderConfig]:
                 "codex",
                 "exec",
                 "resume",
-                "--last",
                 "--json",
                 "-c",
                 'sandbox_mode="workspace-write"',
                 "--",
+                "{agent_session}",
                 "{prompt}",
             ],
             output="jsonl",
@@ -212,12 +223,26 @@ class _Values(dict):
         return self[key]
 
 
-def template_values(*, prompt: str, session_id: str, workdir: str, run_id: int, task_id: int | None) -> dict[str, Any]:
+def template_values(
+    *,
+    prompt: str,
+    session_id: str,
+    workdir: str,
+    run_id: int,
+    task_id: int | None,
+    agent_session: str = "",
+    resuming: bool = False,
+) -> dict[str, Any]:
+    """``session_uuid``: the Claude Code session the agent works in: the run's own (a uuid5 of its
+    Switchyard session) when it starts afresh; when it resumes, the one it resumes (``agent_session``:
+    a run continuing another resumes that run's)."""
+    own = session_uuid(session_id) if session_id else ""
     return _Values(
         {
             "prompt": prompt,
             "session_id": session_id,
-            "session_uuid": session_uuid(session_id) if session_id else "",
+            "session_uuid": (agent_session or own) if resuming else own,
+            "agent_session": agent_session,
             "workdir": workdir,
             "run_id": run_id,
             "task_id": task_id if task_id is not None else "",

@@ -74,7 +74,8 @@ def sandboxed_argv(
         private_home=str(private_home),
         hide=hide,
         programs=program_folders(argv[0], env),
-        readable=[os.path.join(parent, "sync") for parent in parents],
+        # The shared sync folders, and the hooks that refuse a review run's commits (review_guard.py).
+        readable=[*(os.path.join(parent, "sync") for parent in parents), str(config.root / "review-hooks")],
         writable=[*([common] if common else []), str(hook_dir)],
     )
     return bwrap_argv(plan, argv)

@@ -41,6 +41,7 @@ class RunState:
     exit_code: int | None = None
     error: str = ""
     agent_ran: bool = False  # an agent was started for this run once: a restart resumes it
+    agent_session: str = ""  # the provider's own session id (launch.py): what a restart or a later run resumes
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunState:

@@ -1,6 +1,7 @@
 """Where a run's agent works: a worktree beside this runner's own clone of the task's repository; else
-one the server makes beside a clone it knows on this machine; else the session's workspace, when it
-is on this machine; else a folder of the runner's own."""
+one the server makes beside a clone it knows on this machine; else, for a run continuing one this
+runner ran, that run's folder; else the session's workspace, when it is on this machine; else a
+folder of the runner's own."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ def workdir_prepare(state: RunState, *, host: Host, agent: Client) -> None:
         except SwitchyardError as exc:
             raise RuntimeError(f"could not prepare the worktree of {repo.get('name')}: {exc}") from exc
         s.workdir, s.worktree_id = tree["path"], int(tree["id"])
+    elif _continued_here(state, host=host):
+        s.workdir = str((state.assignment.get("resumes") or {})["workdir"])  # where the resumed session worked
     else:
         workspace = (agent.session_get(s.session).get("workspace") or {}).get("path")
         if workspace and os.path.isdir(workspace):
@@ -64,6 +67,19 @@ def _hosted_worktree(
         raise RuntimeError(f"could not prepare the worktree of {hosted.name}: {exc}") from exc
     s.workdir, s.worktree_id = path, int(tree["id"])
     host.reported_at = 0.0  # the monitor hears of it with the next heartbeat
+
+
+def _continued_here(state: RunState, *, host: Host) -> bool:
+    """A run continuing a session this runner ran, of a task without a repository: the agent session
+    lives in that run's folder (Claude Code keeps its sessions per folder), so the work goes on there."""
+    earlier = state.assignment.get("resumes") or {}
+    folder = str(earlier.get("workdir") or "")
+    return (
+        state.assignment.get("kind") == "continue"
+        and earlier.get("runner") == host.config.name
+        and bool(folder)
+        and os.path.isdir(folder)
+    )
 
 
 def _git_base(workdir: str) -> str:

@@ -17,9 +17,18 @@ from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
 from switchyard_client.api.retry import RetryPolicy
 from switchyard_client.runner.agent_env import agent_env
 from switchyard_client.runner.host import Host
-from switchyard_client.runner.logship import LeaseLost, is_lease_lost, last_lines, run_events_ship, run_log_ship
+from switchyard_client.runner.launch import launch_plan, own_agent_session
+from switchyard_client.runner.logship import (
+    AGENT_SESSION,
+    LeaseLost,
+    is_lease_lost,
+    last_lines,
+    run_events_ship,
+    run_log_ship,
+)
 from switchyard_client.runner.process import describe_exit, fenced_kill, read_exit_file, spawn, stop_group
-from switchyard_client.runner.providers import render, resume_prompt, template_values
+from switchyard_client.runner.providers import render, template_values
+from switchyard_client.runner.review_guard import review_commits_refused, review_git_env
 from switchyard_client.runner.sandbox_run import sandbox_wanted, sandboxed_argv
 from switchyard_client.runner.state import RunState, pid_start_time, same_process
 from switchyard_client.runner.summary import run_summary
@@ -176,7 +185,7 @@ class RunWorker:
                 delay = min(delay * 2, 15)
 
     def _start(self, *, resume: bool) -> None:
-        s, a = self.state, self.state.assignment
+        s = self.state
         sent_at = time.time()  # `starting` renews the lease from a moment after this
         answer = self._status({"attempt": s.attempt, "status": "starting"}, until_done=True)
         self.runner.lease_renew(s, sent_at)
@@ -190,22 +199,35 @@ class RunWorker:
         self.agent = self._agent_client(s.agent_key)
         if not s.workdir or not os.path.isdir(s.workdir):
             self._patiently(lambda: workdir_prepare(s, host=self.runner, agent=self.agent))
-        prompt = resume_prompt(str(a.get("prompt") or ""), answer.get("resume"))
-        use_resume = resume and s.agent_ran and self.provider is not None and self.provider.resume_command
-        self._spawn(prompt, resume=bool(use_resume))
+        if self.provider is None:
+            raise RuntimeError(f"this runner has no provider {s.provider!r}")
+        plan = launch_plan(
+            s,
+            self.provider,
+            runner_name=self.runner.config.name,
+            restart=resume and s.agent_ran,
+            packet=answer.get("resume"),
+        )
+        self._spawn(plan.prompt, resume=plan.resume, agent_session=plan.agent_session)
         # What the agent wrote while it started goes out first: the server takes a starting run's log,
         # and reporting `running` (a request and two state saves) would hold a fast writer's output back.
         self._ship()
         self._report_running()
 
-    def _spawn(self, prompt: str, *, resume: bool) -> None:
+    def _spawn(self, prompt: str, *, resume: bool, agent_session: str = "") -> None:
         s, a, provider = self.state, self.state.assignment, self.provider
         if provider is None:
             raise RuntimeError(f"this runner has no provider {s.provider!r}")
         task = a.get("task") or {}
         template = provider.resume_command if resume else provider.command
         values = template_values(
-            prompt=prompt, session_id=s.session, workdir=s.workdir, run_id=s.id, task_id=task.get("id")
+            prompt=prompt,
+            session_id=s.session,
+            workdir=s.workdir,
+            run_id=s.id,
+            task_id=task.get("id"),
+            agent_session=agent_session,
+            resuming=resume,
         )
         argv = render(template, values)
         if not s.log_path:
@@ -222,6 +244,9 @@ class RunWorker:
             prompt=prompt,
             hook_dir=hook_dir,
         )
+        env["SWITCHYARD_RUN_KIND"] = str(a.get("kind") or "work")
+        if a.get("kind") == "review":
+            env.update(review_git_env(self.runner.root, env))  # git refuses its commits and pushes
         # Raises SandboxUnavailable (the run fails with its reason) when a sandbox is required and cannot be made.
         s.sandboxed = sandbox_wanted(self.runner.config, provider)
         if s.sandboxed:
@@ -241,6 +266,8 @@ class RunWorker:
         )
         s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
         s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
+        # Until its output names it: the one resumed, or the one its command set.
+        s.agent_session = agent_session if resume else own_agent_session(s, provider)
         self._watchdog_ensure(save=False)
         self.runner.store.save(s)
         title = task.get("title") or ""
@@ -260,6 +287,7 @@ class RunWorker:
             "log_path": log,
             "sandboxed": s.sandboxed,
         }
+        body.update(self._agent_session_report())
         try:
             self._status(body, until_done=True)
         except SwitchyardError as exc:
@@ -395,12 +423,16 @@ class RunWorker:
         changed = shipped != s.shipped
         s.shipped = shipped
         if self.provider is not None and self.provider.output in ("stream-json", "jsonl"):
-            before = s.parsed
+            before, known = s.parsed, s.agent_session
             hooks = bool(self.provider and self.provider.hooks)
             # While running, a slice per tick; at the end, all of it.
             while run_events_ship(s, self.agent, hooks=hooks, final=final) and final and s.parsed < s.shipped:
                 pass
             changed |= s.parsed != before
+            if s.agent_session != known:
+                # Saved at once: a runner killed now must resume this session (Codex's by its id).
+                self._save(force=True)
+                return
         if changed:
             self._save(force=final)
 
@@ -421,7 +453,13 @@ class RunWorker:
     def _finish(self) -> None:
         s = self.state
         self._ship(final=True)
-        body: dict[str, Any] = {"attempt": s.attempt, "status": s.outcome}
+        body: dict[str, Any] = {"attempt": s.attempt, "status": s.outcome, **self._agent_session_report()}
+        if s.assignment.get("kind") == "review" and s.outcome in ("succeeded", "failed"):
+            refused = review_commits_refused(s.workdir, s.base)
+            if refused:
+                s.outcome, s.error = "failed", f"{refused}; {s.error}" if s.error else refused
+                body["status"] = "failed"
+                self.say(refused)
         if s.exit_code is not None and s.exit_code >= 0:
             body["exit_code"] = s.exit_code
         summary = run_summary(s, agent=self.agent, say=self.say) if s.outcome in ("succeeded", "failed") else None
@@ -455,6 +493,11 @@ class RunWorker:
         if summary:
             detail += f"; {summary['commits_ahead']} commit(s), {len(summary['files_changed'])} file(s) changed"
         self.say(f"{s.outcome} after {took:.1f} s ({detail})")
+
+    def _agent_session_report(self) -> dict[str, str]:
+        """The provider's session id for a status report, once known (a later run continues it)."""
+        value = self.state.agent_session
+        return {"agent_session": value} if value and AGENT_SESSION.fullmatch(value) else {}
 
     def _fail_quietly(self, error: str) -> None:
         s = self.state
