@@ -5,6 +5,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from switchyard_client.runner.sandbox import (
     bwrap_problem,
     plan_for,
     private_home_prepare,
+    program_folders,
 )
 
 BASE = {"url": "http://127.0.0.1:8000", "key": "sy_x", "name": "box-1"}
@@ -189,3 +191,25 @@ def _fenced(fence: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_the_programs_include_this_pythons_import_path(tmp_path):
+    """`{python} -m switchyard_client...` (the hook, the demo agent) must import inside the sandbox
+    even when the client is an editable install whose source lies in the /tmp the sandbox replaces."""
+    source = tmp_path / "client" / "src"
+    source.mkdir(parents=True)
+    sys.path.append(str(source))
+    try:
+        found = program_folders("sh", {"PATH": "/usr/bin"})
+    finally:
+        sys.path.remove(str(source))
+    assert str(source) in found
+    plan = plan_for(
+        workdir=str(tmp_path),
+        home=str(tmp_path),
+        private_home=str(tmp_path / "h"),
+        hide=[],
+        programs=found,
+        writable=[],
+    )
+    assert str(source) in plan.readable  # under the private /tmp: shown again, read-only

@@ -79,7 +79,8 @@ def _real(path: str | os.PathLike) -> str:
 
 def program_folders(argv0: str, env: dict[str, str]) -> list[str]:
     """The folders the agent's programs come from: the program's own (and its real target's), each
-    folder on its PATH, and this Python's installation (the hook and the demo agent run on it)."""
+    folder on its PATH, and this Python's installation and import path (the hook and the demo agent
+    run on it)."""
     found: list[str] = []
     program = shutil.which(argv0, path=env.get("PATH")) if os.sep not in argv0 else argv0
     if program:
@@ -90,6 +91,9 @@ def program_folders(argv0: str, env: dict[str, str]) -> list[str]:
             found.append(str(Path(*parts[: parts.index("node_modules") + 1])))
     found += [p for p in env.get("PATH", "").split(os.pathsep) if p]
     found += [sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), os.path.dirname(_real(sys.executable))]
+    # What this Python imports from (an editable install's source folder too, which may lie in a /tmp
+    # the sandbox replaces): the hook and the demo agent are `{python} -m switchyard_client...`.
+    found += [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)]
     return found
 
 
