@@ -213,3 +213,21 @@ def test_the_programs_include_this_pythons_import_path(tmp_path):
         writable=[],
     )
     assert str(source) in plan.readable  # under the private /tmp: shown again, read-only
+
+
+def test_a_program_folder_that_holds_a_hidden_one_is_not_shown_whole(tmp_path):
+    """The runner's working folder (on its import path) holding the instance's var/ (hidden): showing
+    it again would undo the hiding, and bwrap then fails to remount var/ read-only."""
+    project = tmp_path / "project"
+    (project / "var" / "runner").mkdir(parents=True)
+    (project / "client" / "src").mkdir(parents=True)
+    plan = plan_for(
+        workdir=str(project / "var" / "code" / "task-1"),
+        home=str(tmp_path / "home"),
+        private_home=str(tmp_path / "h"),
+        hide=[str(project / "var")],
+        programs=[str(project), str(project / "client" / "src"), str(tmp_path)],
+        writable=[],
+    )
+    assert plan.hidden == [str(project / "var")]
+    assert plan.readable == [str(project / "client" / "src")]

@@ -122,7 +122,10 @@ def plan_for(
     shown = []
     for folder in [*programs, *readable]:
         real = _real(folder)
-        if os.path.isdir(real) and under_mask(real) and real not in shown:
+        # A folder holding a hidden one (or the home) is never shown whole: that would undo the hiding
+        # (the runner's working folder on its import path, say, holding the instance's var/).
+        holds_hidden = any(_inside(m, real) for m in masked)
+        if os.path.isdir(real) and under_mask(real) and not holds_hidden and real not in shown:
             shown.append(real)
     writes = []
     for folder in [workdir, *writable]:
