@@ -96,7 +96,9 @@ def test_an_orchestrate_key_runs_reviews_and_ships_a_task_by_api_alone(api, mach
     assert {r["id"] for r in listed} >= {first["id"], second["id"]}
     change = _ok(api.get(f"tasks/{task['id']}/diff/", params={"format": "json"}))
     assert change["head"] != head_before
-    added = [line["text"] for f in change["files"] for h in f["hunks"] for line in h["lines"] if line["kind"] == "added"]
+    added = [
+        line["text"] for f in change["files"] for h in f["hunks"] for line in h["lines"] if line["kind"] == "added"
+    ]
     assert any("Add a summary." in text for text in added) and any("Say who it is for." in text for text in added)
     assert _ok(api.get(f"tasks/{task['id']}/comments/"))
 
