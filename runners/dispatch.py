@@ -20,6 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.actors import Actor
+from config.api.errors import DomainError
 from config.process_stop import process_stopping
 from runners.heartbeat import HELD, runner_seen, runs_to_cancel
 from runners.identities import run_agent_get_or_create
@@ -142,4 +143,8 @@ def runner_next(*, actor: Actor, runner: Runner, wait: float, report: dict | Non
             return NextResult(runs=runs, cancel=cancel)
         queue_wait(seen, min(POLL_SECONDS, left))
         # What a heartbeat meanwhile changed (providers, labels, draining) applies to the next look.
-        runner.refresh_from_db(fields=["status", "providers", "labels", "capacity"])
+        try:
+            runner.refresh_from_db(fields=["status", "providers", "labels", "capacity"])
+        except Runner.DoesNotExist:
+            # Deleted meanwhile (in the admin): its key went with it, so this poll ends as its next would.
+            raise DomainError(f"Runner {runner.name} was deleted while it waited for work.", code="not_found") from None

@@ -8,6 +8,7 @@ from django.db import connection
 
 from config.actors import Actor
 from ledger.models import Event
+from runners import dispatch
 from runners.models import Run, Runner
 from runners.services import run_cancel, run_queue, runner_key_create
 from sessions_app.models import Agent
@@ -266,3 +267,36 @@ def test_only_a_runner_key_may_ask_for_work(agent_client, staff_client, orchestr
     assert world_state() == before
     assert Event.objects.filter(name="run.assigned").count() == 0
     assert client_with_key("sy_x_y").post(URL, {"wait": 0}, format="json").status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_runner_deleted_while_its_poll_waits_gets_a_404_not_a_500(runner_client, monkeypatch):
+    # given a runner waiting for work, and an engineer who deletes it in the admin meanwhile
+    waiting, deleted = threading.Event(), threading.Event()
+    wait = dispatch.queue_wait
+
+    def queue_wait(*args, **kwargs):
+        waiting.set()
+        return wait(*args, **kwargs)
+
+    monkeypatch.setattr(dispatch, "queue_wait", queue_wait)
+
+    def delete_it():
+        try:
+            if waiting.wait(30):
+                Runner.objects.filter(name="build-1").delete()
+                deleted.set()
+        finally:
+            connection.close()  # this thread's own connection
+
+    deleter = threading.Thread(target=delete_it)
+    deleter.start()
+
+    # when its poll looks again
+    response = next_runs(runner_client, wait=10)
+    deleter.join(timeout=30)
+
+    # then it is told the runner is gone
+    assert deleted.is_set()
+    assert response.status_code == 404, response.content
+    assert "was deleted while it waited" in response.json()["message"]
