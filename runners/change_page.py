@@ -19,7 +19,6 @@ from runners.diff_render import UNIFIED, RowWriter, comment_line, highlight_file
 from runners.models import ReviewComment, Run, TaskReview
 from runners.page_selectors import ProviderChoices, provider_choices
 from runners.review import comment_list, review_latest
-from runners.services import run_prompt_default
 from runners.task_diff import DiffFile, TaskChange, task_change
 
 PAGE_MAX_LINES = 20_000
@@ -139,14 +138,3 @@ def _highlighted(files: list[DiffFile]) -> list[list[str]]:
 
 def _comments_html(comments: list[ReviewComment]) -> str:
     return render_to_string("runners/_change_comments.html", {"comments": comments})
-
-
-def another_agent_message(*, task: Task, message: str) -> str:
-    """What "Try with another agent" tells a fresh session, which knows nothing of the task yet: the
-    task, that the work so far is on this branch, then the reviewer's words."""
-    what = run_prompt_default(task=task)
-    told = f"\n\nThe reviewer says:\n{message.strip()}" if message.strip() else ""
-    return (
-        f"{what}\n\nAnother agent worked on this task before you, on this branch: read its commits against "
-        f"the default branch, then carry the work on and finish it.{told}"
-    )

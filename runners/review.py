@@ -218,7 +218,8 @@ def task_review(
         branch = branch or task_branch_name(task=task)
         base = change.base_branch if change is not None else task.repository.default_branch
         prompt = review_prompt(task=task, branch=branch, base=base, change=change, focus=message)
-        review.run = run_queue(actor=actor, task=task, provider=provider, prompt=prompt, kind=Run.Kind.REVIEW)
+        reviewer = provider or latest.provider  # none named: the kind of agent that did the work
+        review.run = run_queue(actor=actor, task=task, provider=reviewer, prompt=prompt, kind=Run.Kind.REVIEW)
         review.save(update_fields=["run", "updated_at"])
     if decision == D.REQUEST_CHANGES:
         prompt = follow_up_prompt(message=message, comments=comments)

@@ -27,7 +27,7 @@ from runners.ship_github import github_pull_request_state
 from runners.ship_merge import task_done_after_merge
 from runners.ship_pull_request import shipping_of
 from runners.ship_secrets import token_decrypt
-from runners.task_diff import _refs, task_branch_name
+from runners.task_diff import refs_resolve, task_branch_name
 from workspaces.models import Repository
 from workspaces.worktrees.git import NETWORK_TIMEOUT_SECONDS, git_completed, git_remote_exists
 from workspaces.worktrees.git_merge import git_is_ancestor
@@ -79,7 +79,7 @@ def _repository_pass(repository: Repository, tasks: list[Task], *, fetch: bool) 
             logger.warning("done-means-merged: fetch of %s failed: %s", repository.name, done.stderr.decode()[:300])
     branches = {task.pk: task_branch_name(task=task) for task in tasks}
     names = [f"refs/heads/{default}", f"refs/remotes/{remote}/{default}"]
-    refs = _refs(clone, names + [f"refs/heads/{b}" for b in branches.values()])
+    refs = refs_resolve(clone, names + [f"refs/heads/{b}" for b in branches.values()])
     tips = [refs[name] for name in names if name in refs]
     moved = []
     for task in tasks:

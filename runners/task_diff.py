@@ -108,7 +108,9 @@ def task_change_source(*, task: Task) -> tuple[str, str, str, str | None]:
     default = repository.default_branch
     # One git call for the three refs; the default branch as the clone has it, else as its origin has
     # it (a clone made for the server).
-    refs = _refs(repository.path, [f"refs/heads/{branch}", f"refs/heads/{default}", f"refs/remotes/origin/{default}"])
+    refs = refs_resolve(
+        repository.path, [f"refs/heads/{branch}", f"refs/heads/{default}", f"refs/remotes/origin/{default}"]
+    )
     head = refs.get(f"refs/heads/{branch}")
     if head is None:
         raise DomainError(
@@ -176,7 +178,7 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _refs(path: str, names: list[str]) -> dict[str, str]:
+def refs_resolve(path: str, names: list[str]) -> dict[str, str]:
     """ref name -> commit, for those of ``names`` that exist (``for-each-ref`` also lists refs under a
     name, ``main/x`` under ``main``: only exact names are kept)."""
     listing = git_output(path, "for-each-ref", "--format=%(objectname) %(refname)", *names).decode("utf-8", "replace")

@@ -53,7 +53,10 @@ def add_field_constraints(field, schema: dict, direction: str) -> None:
         schema["pattern"] = NOT_BLANK if blank_refused else NO_NUL
     elif isinstance(field, serializers.JSONField | serializers.DictField):
         if schema.get("type") == "object":
-            schema.update(_JSON_OBJECT)
+            # A field that declares its keys and values (extend_schema_field with propertyNames, which
+            # drf-spectacular never writes itself) keeps them; any other takes any JSON.
+            if "propertyNames" not in schema:
+                schema.update(_JSON_OBJECT)
         elif "type" not in schema and "anyOf" not in schema:
             # An empty schema admits null, which the field refuses unless allow_null (then nullable).
             schema["anyOf"] = _NON_NULL_JSON

@@ -114,13 +114,11 @@ class ReviewInput(StrictSerializer):
         required=False,
         max_length=64,
         help_text="request_changes: a fresh session of this provider instead of the same session continuing; "
-        "ask_review (required): the provider of the review run.",
+        "ask_review: the provider of the review run (else the provider of the task's latest run).",
     )
 
     def validate(self, attrs):
         if attrs["decision"] == TaskReview.Decision.ASK_REVIEW:
-            if not attrs.get("provider"):
-                raise serializers.ValidationError({"provider": ["ask_review needs the provider of the review run."]})
             if attrs.get("comments"):
                 raise serializers.ValidationError(
                     {"comments": ["ask_review takes no comments: the review run writes them."]}

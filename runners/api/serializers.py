@@ -1,6 +1,7 @@
 import json
 
 from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
@@ -150,11 +151,25 @@ MEMORY_MB_MAX = 1 << 24  # 16 TB
 ROOM_MAX = 10_000
 
 
+def _provider_numbers(maximum: int) -> dict:
+    """The schema of ``{"<provider>": <whole number>}`` (the generic DictField would say any JSON)."""
+    return {
+        "type": "object",
+        "additionalProperties": {"type": "integer", "minimum": 0, "maximum": maximum},
+        "propertyNames": {"pattern": "^[A-Za-z0-9._-]{1,64}$"},
+        "maxProperties": 100,
+    }
+
+
+@extend_schema_field(_provider_numbers(ROOM_MAX))
 class RoomField(serializers.DictField):
     """``{"<provider>": <runs>}``: how many more runs of each provider its machine's memory takes now."""
 
+    maximum = ROOM_MAX
+    not_whole = "Each provider's room must be a whole number of runs."
+
     def __init__(self, **kwargs):
-        super().__init__(child=serializers.IntegerField(min_value=0, max_value=ROOM_MAX), **kwargs)
+        super().__init__(child=serializers.IntegerField(min_value=0, max_value=self.maximum), **kwargs)
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
@@ -167,7 +182,7 @@ class RoomField(serializers.DictField):
                 f"{bad[0][:64]!r} is not a provider name (letters, digits, '.', '_', '-')."
             )
         if any(isinstance(value, bool) or not isinstance(value, int) for value in data.values()):
-            raise serializers.ValidationError("Each provider's room must be a whole number of runs.")
+            raise serializers.ValidationError(self.not_whole)
         return super().to_internal_value(data)
 
 
@@ -175,6 +190,14 @@ ROOM_HELP = (
     'How many more runs of each provider its memory takes now, e.g. {"claude": 0, "demo": 40}: the server '
     "hands out no more than that (a provider left out has no room). Absent or null: no limit but capacity."
 )
+
+
+@extend_schema_field(_provider_numbers(MEMORY_MB_MAX))
+class NeedsField(RoomField):
+    """``{"<provider>": <MB>}``: what one run of each provider takes."""
+
+    maximum = MEMORY_MB_MAX
+    not_whole = "Each provider's memory_mb must be a whole number of MB."
 
 
 class MemoryReport(StrictSerializer):
@@ -186,8 +209,7 @@ class MemoryReport(StrictSerializer):
     reserved_mb = serializers.IntegerField(
         required=False, default=0, min_value=0, max_value=MEMORY_MB_MAX, help_text="Held for runs just started."
     )
-    needs_mb = serializers.DictField(
-        child=serializers.IntegerField(min_value=0, max_value=MEMORY_MB_MAX),
+    needs_mb = NeedsField(
         required=False,
         default=dict,
         help_text="Each provider's memory_mb: what one run of it takes.",

@@ -22,7 +22,7 @@ from config.api.errors import DomainError
 from config.pages import BOARD, refusal_text, user_may
 from runners import page_selectors
 from runners.change_lines import change_file_lines
-from runners.change_page import another_agent_message, change_page_read
+from runners.change_page import change_page_read
 from runners.diff_render import SPLIT, UNIFIED, Gap, RowWriter
 from runners.models import TaskReview
 from runners.review import comment_create, task_review
@@ -153,7 +153,9 @@ def task_change_review(request, task_id: int):
             actor=Actor(user=request.user),
             task=task,
             decision=TaskReview.Decision.APPROVE if action == "approve" else TaskReview.Decision.REQUEST_CHANGES,
-            message=another_agent_message(task=task, message=message) if action == "another" else message,
+            # Another agent's fresh session is told the task and the branch by the review service
+            # (review_prompts.handover_prompt); with no words of the reviewer's it carries the work on.
+            message=(message.strip() or "Carry the work on and finish it.") if action == "another" else message,
             provider=provider if action == "another" else None,
             comment_ids=[int(raw) for raw in raw_ids] if action != "approve" else [],
         )

@@ -322,8 +322,10 @@ def test_try_with_another_agent_is_a_fresh_session_of_that_provider_told_the_tas
 
     assert response.status_code == 302
     fresh = Run.objects.exclude(pk=run.pk).get()
-    assert (fresh.provider, fresh.resumes_id) == ("demo", None)
-    assert fresh.prompt.startswith("Fix the app\n\nAnother agent worked on this task before you, on this branch")
+    assert (fresh.provider, fresh.kind, fresh.resumes_id) == ("demo", "work", run.pk)  # a fresh session after run
+    assert fresh.prompt.startswith("Fix the app")
+    assert "Earlier runs worked on this task on the branch task-" in fresh.prompt
+    assert fresh.prompt.endswith("Carry the work on and finish it.")
 
 
 def test_approve_shows_as_the_latest_decision(owner, task, branch, run):

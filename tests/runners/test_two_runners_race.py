@@ -59,6 +59,10 @@ def machines(tmp_path, sy_server):
         made.append(
             Machine(tmp_path, sy_server.url, name, labels=["linux", *labels], capacity=4, providers={"shell": shell})
         )
+        # Dispatch is what is raced here: plain processes, so the machine's load is the runs' alone under
+        # the 5 s lease (the sandbox has tests of its own: test_runner_sandbox*.py).
+        made[-1].runner_table["sandbox"] = False
+        made[-1].write()
         return made[-1]
 
     yield make
