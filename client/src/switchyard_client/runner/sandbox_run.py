@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from switchyard_client.runner.config import ProviderConfig, RunnerConfig
-from switchyard_client.runner.git import git
+from switchyard_client.runner.git import GitError, git
 from switchyard_client.runner.repos import HostedRepository
 from switchyard_client.runner.sandbox import (
     SandboxUnavailable,
@@ -40,7 +40,7 @@ def sandbox_wanted(config: RunnerConfig, provider: ProviderConfig) -> bool:
 def _git_common_dir(workdir: str) -> str | None:
     try:
         out = git(workdir, "rev-parse", "--path-format=absolute", "--git-common-dir", check=False).strip()
-    except Exception:
+    except GitError:  # no git, or it timed out: nothing to share
         return None
     return out if out and os.path.isdir(out) else None
 
