@@ -71,3 +71,19 @@ def test_a_trusted_origin_is_accepted_exactly(settings):
 
     assert origin_allowed(origin="https://switchyard.example.com", host_header="internal:8000", secure=False)
     assert not origin_allowed(origin="https://switchyard.example.com:8443", host_header="internal:8000", secure=False)
+
+
+@pytest.mark.parametrize("path", ["/ws/nowhere/", "/ws/sessions/", "/ws/sessions/a b/", "/", "/ws/board/extra/"])
+def test_a_websocket_to_an_unknown_path_is_refused_not_an_error(path):
+    # given the site's own page with a good cookie, when it opens a websocket nothing serves
+    # then the handshake is refused (Channels' router would raise: a 500 from the server)
+    cookie = _cookie_for(product_owner())
+
+    async def scenario():
+        communicator = WebsocketCommunicator(
+            application, path, headers=[(b"host", b"localhost:8000"), (b"origin", b"http://localhost:8000"), cookie]
+        )
+        connected, _ = await communicator.connect()
+        return connected
+
+    assert async_to_sync(scenario)() is False
