@@ -1,6 +1,7 @@
 """A sandbox per run (SPEC §8), end to end: a real `switchyard runner` holding a real clone starts a
 shell agent that tries what a hostile agent would (the runner's key in /proc and in its config, another
-run's worktree, the home's ~/.ssh and ~/.aws, writing outside its worktree) and does its own work (an
+run's worktree, the home's ~/.ssh and ~/.aws, writing outside its worktree or into the repository's git
+config and hooks) and does its own work (an
 edit, a commit, an upload through the API). The same probe with the provider's `sandbox = false` is
 the control: it reads and writes all of it, so every "refused" below is the sandbox's doing.
 """
@@ -40,6 +41,8 @@ attempt ssh 'cat "$REAL_HOME/.ssh/id_rsa"' READ
 attempt aws 'cat "$REAL_HOME/.aws/credentials"' READ
 attempt write-project 'echo pwned > "$PROJECT_DIR/pwned-$SWITCHYARD_RUN"' WROTE
 attempt write-clone 'echo pwned >> "$CLONE/README.md"' WROTE
+attempt git-config 'git config merge.evil.driver "touch pwned-by-merge"' WROTE
+attempt git-hooks 'echo "touch pwned-by-hook" > "$(git rev-parse --git-common-dir)/hooks/post-merge"' WROTE
 echo "work of run $SWITCHYARD_RUN" > note.txt
 git add note.txt probe.txt && git commit -qm "probe of run $SWITCHYARD_RUN" && echo committed
 "$PYTHON" -m switchyard_client.cli put note.txt && echo uploaded
@@ -119,6 +122,9 @@ def test_a_sandboxed_agent_sees_only_its_own_work_and_the_trusted_control_sees_e
         "aws": "refused",
         "write-project": "refused",
         "write-clone": "refused",
+        # the repository's git config and hooks run outside the sandbox (the server's merge, a person's git)
+        "git-config": "refused",
+        "git-hooks": "refused",
     }
     assert not (machine.project / f"pwned-{boxed.pk}").exists()
     # ... while the same probe unsandboxed got all of it (so each check above can fail)

@@ -22,7 +22,8 @@ from workspaces.worktrees.git import git_completed, git_run, git_worktree_branch
 
 # No hooks and no fsmonitor program: an agent's worktree shares the clone's git folder, so it could
 # have written either. (Merge drivers and smudge filters named in that folder's config still run, as
-# in the person's own ``git merge``: the config is the clone's, trusted as the diff view trusts it.)
+# in the person's own ``git merge``: the config is the clone's, which a sandboxed run sees read-only,
+# client runner/sandbox.py; an unsandboxed run's host is trusted by its config.)
 _SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 

@@ -12,7 +12,9 @@ What the agent gets, in the order bwrap applies it (a later mount lies over an e
    names (settings, credentials) and nothing else of the runner's home;
 4. read-only again: the programs it runs where a hidden folder held them (the PATH's folders, the
    program's own folder, this Python's installation), and the repository's shared ``sync`` folder;
-5. writable: its worktree, the repository's git metadata (to commit), and its hook state folder.
+5. writable: its worktree, the repository's git metadata (to commit), and its hook state folder;
+6. read-only again inside them: the repository's git ``config`` and ``hooks`` (a merge driver, a filter
+   or a hook written there would run outside the sandbox, in the server's merge or a person's git).
 The network is kept: agents need their model and Switchyard.
 """
 
@@ -47,6 +49,10 @@ class SandboxPlan:
     hidden: list[str] = field(default_factory=list)
     readable: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)
+    # Inside a writable folder, bound read-only over it: the repository's git config and hooks, which
+    # run commands outside the sandbox (a merge driver or smudge filter in the server's merge, a hook
+    # in the person's own git) if an agent could write them.
+    protected: list[str] = field(default_factory=list)
 
 
 @cache
@@ -106,6 +112,7 @@ def plan_for(
     programs: list[str],
     writable: list[str],
     readable: list[str] = (),
+    protected: list[str] = (),
 ) -> SandboxPlan:
     """The run's plan: ``hide`` less the system's folders, the programs found under a hidden folder
     shown again read-only, and ``writable`` (the workdir first) bound last."""
@@ -132,8 +139,15 @@ def plan_for(
         real = _real(folder)
         if os.path.exists(real) and real not in writes:
             writes.append(real)
+    kept = [_real(p) for p in protected if os.path.lexists(p)]
     return SandboxPlan(
-        home=home, private_home=private_home, workdir=_real(workdir), hidden=hidden, readable=shown, writable=writes
+        home=home,
+        private_home=private_home,
+        workdir=_real(workdir),
+        hidden=hidden,
+        readable=shown,
+        writable=writes,
+        protected=[p for p in kept if any(_inside(p, w) for w in writes)],
     )
 
 
@@ -148,6 +162,8 @@ def bwrap_argv(plan: SandboxPlan, argv: list[str], *, bwrap: str = "bwrap") -> l
         out += ["--ro-bind", path, path]
     for path in plan.writable:
         out += ["--bind", path, path]
+    for path in plan.protected:
+        out += ["--ro-bind", path, path]
     # Last, once every mount point in them is made: a hidden folder's empty stand-in takes no writes
     # either (what lies below it, the worktree and the git folder, are mounts of their own and stay writable).
     for path in plan.hidden:
