@@ -31,7 +31,8 @@ def _answer(request, task, *, error: str = "", files=None, done: str = ""):
         (messages.error if error else messages.success)(request, error or done)
         return redirect("board:task", task_id=task.pk)
     box = task_ship_box(task=task, error=error, conflict_files=files, done=done)
-    return render(request, "runners/_task_ship.html", {"box": box, "may_ship": True})
+    # The panel's Column badge is outside the box: swapped out of band, so a merge shows "Done" there too.
+    return render(request, "runners/_task_ship.html", {"box": box, "may_ship": True, "column_too": True})
 
 
 @require_POST

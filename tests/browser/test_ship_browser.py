@@ -49,6 +49,7 @@ def test_a_product_owner_confirms_and_squashes_the_change_into_main(new_page, pr
 
     expect(page.locator(f"#task-ship-{task.pk}")).to_contain_text(f"Merged task-{task.pk} into main as")
     expect(page.locator(f"#task-ship-{task.pk}")).to_contain_text("Done: the change is shipped.")
+    expect(page.locator(f"#task-column-{task.pk}")).to_have_text("Done")  # the panel's badge follows
     assert git(clone, "log", "-1", "--format=%s", "main").strip() == f"Fix the checkout total (task {task.pk})"
     assert Task.objects.get(pk=task.pk).status == Task.Status.DONE
     screenshot(page, "ship_card_merged_desktop")

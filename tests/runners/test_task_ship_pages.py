@@ -45,6 +45,8 @@ def test_a_person_confirming_merges_from_the_card_and_the_task_is_done(po, clone
     assert response.status_code == 200
     html = response.content.decode()
     assert f"Merged task-{task.pk} into main as" in html and "Done: the change is shipped." in html
+    # the panel's Column badge, outside the box, follows out of band
+    assert f'<span id="task-column-{task.pk}" hx-swap-oob="true" class="badge status-done">Done</span>' in html
     assert Task.objects.get(pk=task.pk).status == Task.Status.DONE
     assert "line five" in (clone / "src/app.py").read_text()
 
