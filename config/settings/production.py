@@ -11,7 +11,9 @@ SECRET_KEY = env_str("SECRET_KEY", "")
 if len(SECRET_KEY) < 50 or SECRET_KEY.startswith("insecure"):
     raise ImproperlyConfigured("SECRET_KEY must be set to a random string of at least 50 characters in production.")
 
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# No SECURE_PROXY_SSL_HEADER: it would believe X-Forwarded-Proto from any client. The web server
+# takes the scheme from X-Forwarded-Proto only when the proxy is named in FORWARDED_ALLOW_IPS
+# (config/http_limits.py), and Django reads the scheme the server gives it.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
 # Health probes come over plain HTTP from the load balancer.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]

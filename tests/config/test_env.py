@@ -86,6 +86,25 @@ def test_production_settings_pass_the_deploy_check_with_the_documented_environme
     assert "no issues" in result.stdout
 
 
+def test_production_believes_no_forwarded_scheme_from_any_client(tmp_path):
+    # X-Forwarded-Proto is believed by the web server, from the proxies FORWARDED_ALLOW_IPS names only;
+    # Django's own SECURE_PROXY_SSL_HEADER would take it from anyone who sends it.
+    result = _manage(
+        "shell",
+        "-c",
+        "from django.test import RequestFactory; "
+        "print(RequestFactory().get('/', HTTP_X_FORWARDED_PROTO='https', SERVER_NAME='localhost').is_secure())",
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        SECRET_KEY="x" * 20 + "production-secret-key-for-the-deploy-check-0123456789",
+        ALLOWED_HOSTS="localhost",
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/switchyard",
+        SWITCHYARD_VAR_DIR=str(tmp_path),
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False"  # after the shell's "N objects imported" line
+
+
 def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     result = _manage(
         "check",
