@@ -1,5 +1,5 @@
 """A run's conversation, from what its agent left: the provider's structured output in the run's log
-(Claude Code stream-json, Codex JSONL; recognised by its lines, so a ``[providers.x]`` running
+(Claude Code stream-json, Codex JSONL, Gemini CLI stream-json; recognised by its lines, so a ``[providers.x]`` running
 ``claude`` is read as Claude), else, for agents that print text (demo, shell), the session's own
 events (its words, plans, questions) and the ledger's tool calls, in the order they happened."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from composition.run_watch import claude_stream, codex_jsonl
+from composition.run_watch import claude_stream, codex_jsonl, gemini_stream
 from composition.run_watch.items import Conversation, Plan, Question, Step, Text, ToolCall, json_lines
 from ledger.models import ToolInvocation
 from runners.models import Run
@@ -27,7 +27,7 @@ CODEX_TYPES = frozenset({"thread.started", "turn.started", "turn.completed", "it
 
 
 def log_format(data: bytes) -> str:
-    """``claude``, ``codex`` or ``text``: what the first JSON lines of a log look like."""
+    """``claude``, ``codex``, ``gemini`` or ``text``: what the first JSON lines of a log look like."""
     for index, line in enumerate(json_lines(data)):
         kind = line.get("type")
         if kind in CLAUDE_TYPES and ("message" in line or kind == "result"):
@@ -36,6 +36,8 @@ def log_format(data: bytes) -> str:
             return "codex"
         if kind == "system" and line.get("subtype") == "init" and "session_id" in line:
             return "claude"
+        if kind in ("init", "tool_use", "tool_result") or (kind == "message" and "role" in line):
+            return "gemini"
         if index >= SNIFF_LINES:
             break
     return "text"
@@ -52,6 +54,8 @@ def run_conversation(run: Run) -> Conversation:
         conversation = claude_stream.parse(data)
     elif kind == "codex":
         conversation = codex_jsonl.parse(data)
+    elif kind == "gemini":
+        conversation = gemini_stream.parse(data)
     else:
         return _from_events(run)
     conversation.truncated = offset > 0

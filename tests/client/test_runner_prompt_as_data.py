@@ -9,8 +9,9 @@ standard input; Codex (clap) takes every word after ``--`` as a positional; Gemi
 after the first ``=`` of ``--prompt=`` as the value. With the old templates (``claude -p PROMPT``,
 ``codex exec ... PROMPT``, ``gemini -p PROMPT``) ``--version`` printed each CLI's version and
 ``--dangerously-bypass-approvals-and-sandbox`` turned Codex's sandbox off. The real Claude Code is
-also run end to end in tests/runners/test_runner_claude_e2e.py, and the codex and gemini stand-ins
-that refuse what the real CLIs refuse in tests/client/test_runner_codex_gemini.py.
+also run end to end in tests/runners/test_runner_claude_e2e.py, the real Gemini CLI in
+tests/runners/test_runner_gemini_e2e.py, and the codex stand-in that refuses what the real CLI refuses
+in tests/client/test_runner_codex_gemini.py.
 """
 
 import json

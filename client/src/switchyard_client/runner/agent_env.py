@@ -1,4 +1,4 @@
-"""The environment a run's agent starts with, which relays Claude Code's telemetry to Switchyard."""
+"""The environment a run's agent starts with, which relays Claude Code's and Gemini CLI's telemetry to Switchyard."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def agent_env(
     state: RunState, *, provider: ProviderConfig, url: str, otlp_endpoint: str, prompt: str, hook_dir: Path
 ) -> dict[str, str]:
     """This runner's environment without its keys, then the provider's ``env`` table, Claude Code's
-    telemetry (to ``otlp_endpoint``, the runner's relay) and the run's SWITCHYARD_* variables."""
+    and Gemini CLI's telemetry (to ``otlp_endpoint``, the runner's relay) and the run's SWITCHYARD_* variables."""
     s, task = state, state.assignment.get("task") or {}
     env = {
         k: v
@@ -31,6 +31,15 @@ def agent_env(
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
         "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_endpoint,
         "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {s.agent_key}",
+        # Gemini CLI's (0.61): its own switches, over its settings.json; OTLP/HTTP (JSON) to the same relay,
+        # with the header above. Its token counts are on its llm_call spans, which carry them only with
+        # traces on; prompts and answers stay out of them.
+        "GEMINI_TELEMETRY_ENABLED": "true",
+        "GEMINI_TELEMETRY_TARGET": "local",
+        "GEMINI_TELEMETRY_OTLP_ENDPOINT": otlp_endpoint,
+        "GEMINI_TELEMETRY_OTLP_PROTOCOL": "http",
+        "GEMINI_TELEMETRY_TRACES_ENABLED": "true",
+        "GEMINI_TELEMETRY_LOG_PROMPTS": "false",
     }
     env.update({name: value for name, value in telemetry.items() if name not in provider.env})
     env.update(

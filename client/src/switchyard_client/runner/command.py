@@ -58,7 +58,7 @@ config file (TOML; default ./switchyard-runner.toml, see switchyard-runner.examp
   enabled = true
   hooks = false                        # true: the agent records its own tool calls (no duplicates)
   prompt_stdin = false                 # true: the prompt is the agent's standard input
-  memory_mb = 256                      # what one run takes (claude 512, codex/gemini 512, shell 256, demo 64)
+  memory_mb = 256                      # what one run takes (claude 512, codex 512, gemini 768, shell 256, demo 64)
 
   [repositories.NAME]                  # a git clone on this machine, registered as repository NAME:
   path = "/srv/src/shop"               #   its tasks run only on this runner, in worktrees made
@@ -77,8 +77,9 @@ built-in providers (each offered only when its program is on PATH):
           with the prompt on its standard input (resume: --resume {session_uuid})
   codex   codex exec --json --sandbox workspace-write --skip-git-repo-check --cd {workdir} -- {prompt}
           (resume: codex exec resume --last --json ... -- {prompt})
-  gemini  gemini --prompt={prompt} --output-format stream-json --approval-mode auto_edit
-          (resume: -r latest)
+  gemini  gemini --session-id {session_uuid} --prompt={prompt} --output-format stream-json
+          --skip-trust --approval-mode auto_edit --allowed-tools=run_shell_command
+          (resume: --resume {session_uuid})
   shell   your command = [...]; the task is in the environment
   demo    {python} -m switchyard_client.demo_agent
 

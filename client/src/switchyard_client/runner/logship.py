@@ -9,6 +9,7 @@ re-reading lines after a restart adds nothing either.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from typing import Any
 
 from switchyard_client.api.client import Client
 from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
+from switchyard_client.runner import gemini_output
 from switchyard_client.runner.state import RunState
 
 # The most one request carries: the whole backlog up to the server's RUNNER_LOG_CHUNK_MAX_BYTES
@@ -125,18 +127,8 @@ def _content_text(content: Any) -> str:
 
 
 def _result(line: dict[str, Any], provider: str) -> dict[str, Any]:
-    # Claude Code says how it ended in subtype/is_error, Gemini CLI in status (success/error).
-    keep = (
-        "subtype",
-        "is_error",
-        "status",
-        "total_cost_usd",
-        "usage",
-        "num_turns",
-        "duration_ms",
-        "session_id",
-        "stats",
-    )
+    # Claude Code says how it ended in subtype/is_error.
+    keep = ("subtype", "is_error", "status", "total_cost_usd", "usage", "num_turns", "duration_ms", "session_id")
     payload = {"source": provider, "event": "result", **{k: line[k] for k in keep if k in line}}
     if "result" in line:
         payload["message"] = _text(line["result"])
@@ -148,11 +140,13 @@ def events_from_line(line: dict[str, Any], *, provider: str, hooks: bool) -> lis
 
     With ``hooks`` the agent's hooks already recorded its tool calls: only its words, its start and
     its result (cost, usage) are taken from the output, so nothing is recorded twice."""
+    if gemini_output.is_gemini(line):
+        return gemini_output.events_from_line(line, provider=provider, hooks=hooks)
     kind = str(line.get("type") or "")
     out: list[tuple[str, dict[str, Any]]] = []
     if kind == "result":
         return [("log", _result(line, provider))]
-    if kind in ("system", "init", "thread.started"):
+    if kind in ("system", "thread.started"):
         payload = {"source": provider, "event": f"{kind}/{line['subtype']}" if line.get("subtype") else kind}
         for key in ("session_id", "sessionId", "thread_id", "model", "cwd"):
             if key in line:
@@ -176,16 +170,6 @@ def events_from_line(line: dict[str, Any], *, provider: str, hooks: bool) -> lis
                 )
                 out.append(("tool_finished", payload))
         return out
-    if kind == "message":  # Gemini
-        if line.get("role") == "assistant" and line.get("content"):
-            return [("log", {"source": provider, "message": _text(line["content"])})]
-        return []
-    if kind in ("tool_use", "tool_result"):  # Gemini
-        if hooks:
-            return []
-        event = "tool_started" if kind == "tool_use" else "tool_finished"
-        fields = {k: _text(v, 2000) for k, v in line.items() if k != "type"}
-        return [(event, {"source": provider, **fields})]
     if kind in ("item.started", "item.completed"):  # Codex
         item = line.get("item") or {}
         itype = item.get("type")
@@ -278,6 +262,7 @@ def run_events_ship(state: RunState, agent: Client | None, *, hooks: bool, final
         final=(final and s.parsed + len(data) >= s.shipped) or (len(data) == PARSE_MAX and b"\n" not in data),
     )
     s.agent_session = agent_session_in(events) or s.agent_session
+    s.agent_error = agent_error_in(events) or s.agent_error
     for start in range(0, len(events), EVENTS_PER_BATCH):
         try:
             agent.events_append(s.session, events[start : start + EVENTS_PER_BATCH])
@@ -285,9 +270,40 @@ def run_events_ship(state: RunState, agent: Client | None, *, hooks: bool, final
             return False  # the same lines are read again next tick: same ids, nothing doubled
         except SwitchyardError:
             break  # refused (the key was revoked, a payload too big): drop these, go on
+    if not hooks and not tool_calls_ship(agent, s.session, data[:used]):
+        return False
     s.parsed += used
     s.parsed_lines += lines
     return used > 0
+
+
+def tool_calls_ship(agent: Client, session: str, data: bytes) -> bool:
+    """The tool calls in these log lines, to the session's ledger (Gemini's: gemini_output.py; Claude
+    Code's are its hooks'); False when the server could not be reached (the lines are read again).
+    Idempotent by the CLI's call ids: a start sent again is the same row, a finish again a 200."""
+    starts, finishes = gemini_output.tool_calls_in(data)
+    try:
+        for first in range(0, len(starts), EVENTS_PER_BATCH):
+            agent.tool_calls_record(session, starts[first : first + EVENTS_PER_BATCH])
+        for finish in finishes:
+            call = finish.pop("id")
+            with contextlib.suppress(SwitchyardError):  # its start was refused, or it is finished already
+                agent.tool_call_finish_by_client_id(session, call, **finish)
+    except ConnectionFailed:
+        return False
+    except SwitchyardError:
+        pass  # refused (the key was revoked): the events went, the ledger goes without these
+    return True
+
+
+def agent_error_in(events: list[dict[str, Any]]) -> str:
+    """What the agent's output said went wrong at its end (Gemini's failed ``result``), else ''."""
+    found = ""
+    for event in events:
+        payload = event.get("payload") or {}
+        if payload.get("event") == "result" and isinstance(payload.get("error"), str):
+            found = payload["error"]
+    return found
 
 
 def agent_session_in(events: list[dict[str, Any]]) -> str:

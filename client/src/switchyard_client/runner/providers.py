@@ -5,9 +5,15 @@ Flags were written against: Claude Code 2.1.x (`-p`, `--output-format stream-jso
 `--session-id <uuid>`, `--resume <uuid>`, `--settings <json>`, `--permission-mode`, `--allowedTools`),
 Codex CLI 0.125 (`codex exec --json --sandbox workspace-write --skip-git-repo-check --cd DIR PROMPT`;
 `codex exec resume SESSION_ID PROMPT`, which takes no --cd/--sandbox, hence `-c sandbox_mode=...` and the
-workdir as its cwd; the id is the run's or, for a run continuing another, that run's ``thread_id``) and Gemini CLI's headless mode (`-p`, `--output-format stream-json`,
-`--approval-mode`, `-r latest`, sessions kept per project folder). A config table of the same name
-overrides any of it.
+workdir as its cwd; the id is the run's or, for a run continuing another, that run's ``thread_id``) and Gemini CLI
+0.61.0 (gemini_output.py reads its output): headless with ``--prompt=`` and ``--output-format stream-json``;
+``--session-id <uuid>`` starts the session under the run's uuid and ``--resume <uuid>`` goes on with it
+(sessions are kept per project folder under ``~/.gemini/tmp``, so a resume runs in the same worktree);
+``--skip-trust``, as a headless run in a folder never trusted before exits at once otherwise;
+``--approval-mode auto_edit`` with ``--allowed-tools=run_shell_command`` (edits and shell commands run
+unasked, as Claude Code's acceptEdits with Bash allowed; without it the shell tool is not even offered
+to the model in headless mode; the flag is deprecated in favour of policy files, to be removed in 1.0).
+A config table of the same name overrides any of it.
 
 The prompt is task text (a title, a description, a person's Run prompt): it reaches the agent as
 data, never where the program could read it as an option (a task titled
@@ -69,13 +75,23 @@ _CLAUDE_COMMON = [
     "--allowedTools",
     CLAUDE_TOOLS,
 ]
-_GEMINI_COMMON = ["--output-format", "stream-json", "--approval-mode", "auto_edit"]
+_GEMINI_COMMON = [
+    "--output-format",
+    "stream-json",
+    "--skip-trust",
+    "--approval-mode",
+    "auto_edit",
+    # Glued: yargs reads an array option's later words as more values.
+    "--allowed-tools=run_shell_command",
+]
 # memory_mb, what one run takes (room.py admits a run only while the machine has it to spare).
 # Claude Code 2.1.332 (a single native binary) measured here at 208-220 MB resident through a
 # scripted run with tools and hooks (VmRSS of its process tree, sampled every 100 ms); 512 leaves
-# room for a long session's growing context and the commands its tools start. Codex and Gemini are
-# estimates (not measured here); demo is a small Python process; shell runs any command.
-MEMORY_MB = {"claude": 512, "codex": 512, "gemini": 512, "shell": 256, "demo": 64}
+# room for a long session's growing context and the commands its tools start. Gemini CLI 0.61.0 measured
+# the same way at 396-403 MB (two Node.js processes: its launcher and the CLI it starts with a larger
+# heap): 768 leaves it the same room. Codex is an estimate (not measured here); demo is a small
+# Python process; shell runs any command.
+MEMORY_MB = {"claude": 512, "codex": 512, "gemini": 768, "shell": 256, "demo": 64}
 DEFAULT_PROVIDER_MEMORY_MB = 256  # a [providers.<name>] of its own that does not say
 
 
@@ -121,10 +137,16 @@ def _builtins() -> dict[str, ProviderConfig]:
         ),
         "gemini": ProviderConfig(
             name="gemini",
-            command=["gemini", "--prompt={prompt}", *_GEMINI_COMMON],
-            resume_command=["gemini", "-r", "latest", "--prompt={prompt}", *_GEMINI_COMMON],
+            command=["gemini", "--session-id", "{session_uuid}", "--prompt={prompt}", *_GEMINI_COMMON],
+            resume_command=["gemini", "--resume", "{session_uuid}", "--prompt={prompt}", *_GEMINI_COMMON],
             output="stream-json",
-            home_files=[".gemini/settings.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json"],
+            # Its settings and its sign-in (an API key in .env, or Google sign-in's tokens).
+            home_files=[
+                ".gemini/settings.json",
+                ".gemini/.env",
+                ".gemini/oauth_creds.json",
+                ".gemini/google_accounts.json",
+            ],
         ),
         # Runs the config's command with the task in its environment; off until a command is set.
         "shell": ProviderConfig(name="shell", command=[], output="text"),
@@ -133,7 +155,7 @@ def _builtins() -> dict[str, ProviderConfig]:
 
 
 def session_uuid(session_id: str) -> str:
-    """Claude Code wants a UUID for --session-id; the same Switchyard session always gives the same one."""
+    """Claude Code and Gemini CLI want a UUID for --session-id; the same Switchyard session always gives the same one."""
     return str(uuid.uuid5(SESSION_NAMESPACE, session_id))
 
 

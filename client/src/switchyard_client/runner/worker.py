@@ -266,6 +266,7 @@ class RunWorker:
         )
         s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
         s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
+        s.agent_error = ""  # what an earlier attempt's output said at its end is not this one's
         # Until its output names it: the one resumed, or the one its command set.
         s.agent_session = agent_session if resume else own_agent_session(s, provider)
         self._watchdog_ensure(save=False)
@@ -465,6 +466,11 @@ class RunWorker:
         summary = run_summary(s, agent=self.agent, say=self.say) if s.outcome in ("succeeded", "failed") else None
         if summary is not None:
             body["summary"] = summary
+        if s.outcome == "failed" and s.agent_error and s.agent_error not in s.error:
+            # The agent ended itself and said why: its words lead. Its exit code is then no signal's
+            # (Gemini CLI exits with an API error's HTTP status: 401 is exit code 145, not SIGCHLD).
+            said = f"exit code {s.exit_code}" if s.error == describe_exit(s.exit_code) else s.error
+            s.error = f"{said}: {s.agent_error}"
         if s.outcome == "failed":
             tail = last_lines(s.log_path, 20)
             body["error"] = f"{s.error}\n{tail}".strip() if tail else s.error
