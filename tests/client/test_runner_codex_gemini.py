@@ -1,10 +1,12 @@
-"""The runner's built-in codex and gemini providers, end to end, with fakes on the wire.
+"""The runner's built-in gemini provider, end to end, with a fake on the wire.
 
-fake_codex.py and fake_gemini.py are put first on the runner's PATH under the real binaries' names,
-so the runner finds and starts them exactly as it would the real CLIs (the built-in argv, the
-workdir, the environment). They print what `codex exec --json` and `gemini --output-format
-stream-json` print; the tests check that the runner turned that into the session's stream events,
-and that after a kill -9 of the runner and the agent it starts each provider's resume command.
+fake_gemini.py is put first on the runner's PATH under the real binary's name, so the runner finds
+and starts it exactly as it would the real CLI (the built-in argv, the workdir, the environment). It
+prints what `gemini --output-format stream-json` prints; the tests check that the runner turned that
+into the session's stream events, and that after a kill -9 of the runner and the agent it starts the
+provider's resume command.
+
+The codex provider meets the real Codex CLI instead: tests/runners/test_runner_codex_e2e.py.
 """
 
 import json
@@ -30,7 +32,7 @@ from workspaces.worktrees.services import repository_register
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 HERE = Path(__file__).parent
-PROVIDERS = ("codex", "gemini")
+PROVIDERS = ("gemini",)
 
 
 @pytest.fixture
@@ -40,7 +42,7 @@ def person():
 
 @pytest.fixture
 def fake_bin(tmp_path):
-    """`codex` and `gemini` on a PATH of their own: the fakes, run by this Python."""
+    """`gemini` on a PATH of its own: the fake, run by this Python."""
     folder = tmp_path / "bin"
     folder.mkdir()
     for name in PROVIDERS:
@@ -53,7 +55,7 @@ def fake_bin(tmp_path):
 @pytest.fixture
 def machine(tmp_path, sy_server, fake_bin):
     home = tmp_path / "agent-home"
-    env = {**GIT_ENV, "HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+    env = {**GIT_ENV, "HOME": str(home)}
     made = Machine(
         tmp_path / "machines",
         sy_server.url,
@@ -110,7 +112,7 @@ def test_the_builtin_provider_runs_the_cli_and_parses_its_output(provider, perso
     assert run.status == "succeeded", f"{run.error}\n{machine.output()}"
     assert run.exit_code == 0 and run.attempt == 1
     offered = runner.output().split(" with providers ", 1)[1].split(";", 1)[0].split(", ")
-    assert {"codex", "gemini"} <= set(offered), offered  # found on PATH under their real names
+    assert "gemini" in offered, offered  # found on PATH under its real name
     assert Task.objects.get(pk=task.pk).status == "review"
     name = f"{provider}-{run.pk}.txt"
     assert git(run.workdir, "log", "--format=%s", "-1").strip() == f"Add {name}"
@@ -121,22 +123,13 @@ def test_the_builtin_provider_runs_the_cli_and_parses_its_output(provider, perso
     payloads = [e["payload"] for e in events]
     assert all(p.get("source") == provider for p in payloads if "source" in p)
     tools = [(e["type"], e["payload"].get("tool") or e["payload"].get("tool_name")) for e in events]
-    if provider == "codex":
-        (started,) = [p for p in payloads if p.get("event") == "thread.started"]
-        assert started["thread_id"]
-        assert ("tool_started", "command_execution") in tools and ("tool_finished", "command_execution") in tools
-        assert ("tool_finished", "file_change") in tools
-        assert any(p.get("message") == "done (resumed False)" for p in payloads)
-        (done,) = [p for p in payloads if p.get("event") == "turn.completed"]
-        assert done["usage"]["output_tokens"] == 80
-    else:
-        (init,) = [p for p in payloads if p.get("event") == "init"]
-        assert init["session_id"] and init["model"] == "gemini-2.5-pro"
-        assert ("tool_started", "write_file") in tools, tools
-        assert [e["type"] for e in events].count("tool_finished") == 1
-        assert {p.get("message") for p in payloads} >= {"Done", " (resumed False)."}
-        (result,) = [p for p in payloads if p.get("event") == "result"]
-        assert result["stats"]["total_tokens"] == 1500 and result["status"] == "success"
+    (init,) = [p for p in payloads if p.get("event") == "init"]
+    assert init["session_id"] and init["model"] == "gemini-2.5-pro"
+    assert ("tool_started", "write_file") in tools, tools
+    assert [e["type"] for e in events].count("tool_finished") == 1
+    assert {p.get("message") for p in payloads} >= {"Done", " (resumed False)."}
+    (result,) = [p for p in payloads if p.get("event") == "result"]
+    assert result["stats"]["total_tokens"] == 1500 and result["status"] == "success"
     assert [p["attempt"] for p in ledger(run, "run.started")] == [1]
 
 
@@ -158,11 +151,7 @@ def test_a_killed_run_resumes_with_the_providers_resume_command(
     )
     argv, cwd = agent_argv(before["pid"])
     workdir = before["workdir"]
-    if provider == "codex":
-        assert argv[:3] == ["codex", "exec", "--json"] and argv[argv.index("--cd") + 1] == workdir, argv
-        assert argv[-2:] == ["--", run.prompt], argv
-    else:
-        assert argv[:2] == ["gemini", f"--prompt={run.prompt}"] and "-r" not in argv, argv
+    assert argv[:2] == ["gemini", f"--prompt={run.prompt}"] and "-r" not in argv, argv
     first.kill9()
     os.killpg(before["pid"], signal.SIGKILL)
 
@@ -174,27 +163,19 @@ def test_a_killed_run_resumes_with_the_providers_resume_command(
         machines=[machine],
     )
     argv, cwd = agent_argv(after["pid"])
-    prompt = argv[-1] if provider == "codex" else argv[3].removeprefix("--prompt=")
+    prompt = argv[3].removeprefix("--prompt=")
     assert prompt != run.prompt
     assert "You are resuming this work after an interruption" in prompt and f"hold: {go}" in prompt
-    if provider == "codex":
-        # No --cd on `exec resume`: the runner starts it in the workdir, where the thread was made.
-        # By the thread's id, which the runner read from the first attempt's thread.started.
-        resume = ["codex", "exec", "resume", "--json", "-c", 'sandbox_mode="workspace-write"', "--"]
-        assert argv[:7] == resume and argv[8:] == [prompt] and argv[7] == before["agent_session"], argv
-        assert cwd == workdir
-    else:
-        assert argv[:4] == ["gemini", "-r", "latest", f"--prompt={prompt}"], argv
-        assert argv[4:] == ["--output-format", "stream-json", "--approval-mode", "auto_edit"], argv
+    assert argv[:4] == ["gemini", "-r", "latest", f"--prompt={prompt}"], argv
+    assert argv[4:] == ["--output-format", "stream-json", "--approval-mode", "auto_edit"], argv
     go.touch()
     wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=60, what="the run to end", machines=[machine])
     assert run.status == "succeeded" and run.attempt == 2, f"{run.error}\n{machine.output()}"
-    # The same thread/session went on (the fake found the first attempt's), and wrote its second turn.
+    # The same session went on (the fake found the first attempt's), and wrote its second turn.
     name = f"{provider}-{run.pk}.txt"
     assert (Path(workdir) / name).read_text().count("(turn ") == 2
     payloads = [e["payload"] for e in session_events(sy_server.url, run)]
-    key = "thread_id" if provider == "codex" else "session_id"
-    starts = [p[key] for p in payloads if p.get("event") in ("thread.started", "init")]
+    starts = [p["session_id"] for p in payloads if p.get("event") == "init"]
     assert len(starts) == 2 and len(set(starts)) == 1, starts
     assert any("(resumed True)" in str(p.get("message")) for p in payloads)
     assert [p["attempt"] for p in ledger(run, "run.started")] == [1, 2]
@@ -202,8 +183,8 @@ def test_a_killed_run_resumes_with_the_providers_resume_command(
     assert len(ledger(run, "run.finished")) == 1
 
 
-# A task's text is data: a title that is an option of the CLI (Codex's sandbox bypass, an MCP config
-# that would start a program) arrives as the prompt, and the run works as any other.
+# A task's text is data: a title that is an option of the CLI (a sandbox bypass, an MCP config that
+# would start a program) arrives as the prompt, and the run works as any other.
 HOSTILE_TITLES = [
     "--dangerously-bypass-approvals-and-sandbox",
     '--mcp-config={"mcpServers":{"x":{"command":"sh","args":["-c","id > pwned"]}}}',

@@ -3,9 +3,11 @@ config's ``[providers.<name>]`` tables, and the argv templating.
 
 Flags were written against: Claude Code 2.1.x (`-p`, `--output-format stream-json --verbose`,
 `--session-id <uuid>`, `--resume <uuid>`, `--settings <json>`, `--permission-mode`, `--allowedTools`),
-Codex CLI 0.125 (`codex exec --json --sandbox workspace-write --skip-git-repo-check --cd DIR PROMPT`;
-`codex exec resume SESSION_ID PROMPT`, which takes no --cd/--sandbox, hence `-c sandbox_mode=...` and the
-workdir as its cwd; the id is the run's or, for a run continuing another, that run's ``thread_id``) and Gemini CLI's headless mode (`-p`, `--output-format stream-json`,
+Codex CLI 0.171.0 (`codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
+--cd DIR -- PROMPT`; `codex exec resume ... -- THREAD_ID PROMPT`, which takes no --cd, hence the
+workdir as its cwd; the id is the run's ``thread.started`` ``thread_id`` or, for a run continuing
+another, that run's; its output: codex_output.py)
+and Gemini CLI's headless mode (`-p`, `--output-format stream-json`,
 `--approval-mode`, `-r latest`, sessions kept per project folder). A config table of the same name
 overrides any of it.
 
@@ -69,6 +71,13 @@ _CLAUDE_COMMON = [
     "--allowedTools",
     CLAUDE_TOOLS,
 ]
+# Codex's own sandbox is off: the runner's (sandbox.py) is the run's. Codex's workspace-write makes
+# every .git read-only and writes only under the workdir, and a worktree's git metadata lies in the
+# clone's .git beside it, so the agent could not commit its work (what a run is for); it also cuts the
+# network off, and Switchyard is on it. Nested, it needs user namespaces inside the runner's bwrap.
+# The CLI documents this flag for "environments that are externally sandboxed". In exec mode Codex
+# never asks for an approval, so nothing waits on a person either.
+_CODEX_COMMON = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
 _GEMINI_COMMON = ["--output-format", "stream-json", "--approval-mode", "auto_edit"]
 # memory_mb, what one run takes (room.py admits a run only while the machine has it to spare).
 # Claude Code 2.1.332 (a single native binary) measured here at 208-220 MB resident through a
@@ -93,29 +102,9 @@ def _builtins() -> dict[str, ProviderConfig]:
         ),
         "codex": ProviderConfig(
             name="codex",
-            command=[
-                "codex",
-                "exec",
-                "--json",
-                "--sandbox",
-                "workspace-write",
-                "--skip-git-repo-check",
-                "--cd",
-                "{workdir}",
-                "--",
-                "{prompt}",
-            ],
-            resume_command=[
-                "codex",
-                "exec",
-                "resume",
-                "--json",
-                "-c",
-                'sandbox_mode="workspace-write"',
-                "--",
-                "{agent_session}",
-                "{prompt}",
-            ],
+            command=["codex", "exec", *_CODEX_COMMON, "--cd", "{workdir}", "--", "{prompt}"],
+            # `exec resume` takes no --cd: the runner starts it in the workdir, where the thread was made.
+            resume_command=["codex", "exec", "resume", *_CODEX_COMMON, "--", "{agent_session}", "{prompt}"],
             output="jsonl",
             home_files=[".codex/config.toml", ".codex/auth.json"],
         ),

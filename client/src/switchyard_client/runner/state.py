@@ -40,6 +40,7 @@ class RunState:
     outcome: str = ""  # once known: succeeded, failed, cancelled (reported in phase finishing)
     exit_code: int | None = None
     error: str = ""
+    agent_error: str = ""  # what the agent's own output last said went wrong (Codex's turn.failed), this attempt
     agent_ran: bool = False  # an agent was started for this run once: a restart resumes it
     agent_session: str = ""  # the provider's own session id (launch.py): what a restart or a later run resumes
 

@@ -265,7 +265,7 @@ class RunWorker:
             argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path), stdin=given
         )
         s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
-        s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
+        s.started_at, s.agent_ran, s.exit_code, s.agent_error = time.time(), True, None, ""
         # Until its output names it: the one resumed, or the one its command set.
         s.agent_session = agent_session if resume else own_agent_session(s, provider)
         self._watchdog_ensure(save=False)
@@ -466,8 +466,10 @@ class RunWorker:
         if summary is not None:
             body["summary"] = summary
         if s.outcome == "failed":
+            # The agent's own words first (Codex's "unexpected status 401 ..."), then the log's tail.
+            said = f"{s.error}: {s.agent_error}" if s.agent_error and s.agent_error not in s.error else s.error
             tail = last_lines(s.log_path, 20)
-            body["error"] = f"{s.error}\n{tail}".strip() if tail else s.error
+            body["error"] = f"{said}\n{tail}".strip() if tail else said
         # The agent's last exports first: the run's end revokes the key they are sent with.
         self.runner.relay.settle(s.id, stop=self.runner.stop)
         if s.worktree_id and self.agent is not None:
