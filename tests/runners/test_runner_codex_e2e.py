@@ -157,6 +157,19 @@ def agent_argv(pid: int) -> tuple[list[str], str]:
     return agent, os.readlink(f"/proc/{pid}/cwd")
 
 
+def fenced(fence: str) -> list[int]:
+    """The live processes marked with an attempt's SWITCHYARD_FENCE (the runner's watchdog finds them so)."""
+    mark = f"SWITCHYARD_FENCE={fence}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and mark in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
 def sandboxed_here() -> bool:
     return bwrap_problem() is None
 
@@ -335,12 +348,14 @@ def test_cancel_while_codex_waits_on_the_model_stops_it(person, machine, reposit
         machine.start()
         assert fake.held.wait(180), f"Codex never asked the model\n{machine.output()}"
         state = wait_for(lambda: (s := machine.state(run)).get("pid") and s, what="the agent", machines=[machine])
+        assert fenced(state["fence"]), "no process of the attempt found by its fence"
         run_cancel(actor=person, run=run)
         wait_for(
             lambda: run_in(run, "cancelled", "failed", "succeeded"), timeout=60, what="the cancel", machines=[machine]
         )
     assert run.status == "cancelled", f"{run.error}\n{machine.output()}"
-    assert not Path(f"/proc/{state['pid']}").exists()  # Codex and its wrapper are gone
+    # Codex and everything it started are gone (a zombie awaiting its reaping has no environment).
+    wait_for(lambda: not fenced(state["fence"]), timeout=15, what="the attempt's processes to go", machines=[machine])
     assert len(ledger(run, "run.cancelled")) == 1 and not ledger(run, "run.finished")
 
 
