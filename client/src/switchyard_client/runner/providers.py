@@ -82,8 +82,10 @@ _GEMINI_COMMON = ["--output-format", "stream-json", "--approval-mode", "auto_edi
 # memory_mb, what one run takes (room.py admits a run only while the machine has it to spare).
 # Claude Code 2.1.332 (a single native binary) measured here at 208-220 MB resident through a
 # scripted run with tools and hooks (VmRSS of its process tree, sampled every 100 ms); 512 leaves
-# room for a long session's growing context and the commands its tools start. Codex and Gemini are
-# estimates (not measured here); demo is a small Python process; shell runs any command.
+# room for a long session's growing context and the commands its tools start. Codex CLI 0.171.0 (its
+# node launcher and native binary) peaked at 186 MB the same way through a scripted run with a shell
+# call; 512 on the same reasoning. Gemini is an estimate (not measured here); demo is a small Python
+# process; shell runs any command.
 MEMORY_MB = {"claude": 512, "codex": 512, "gemini": 512, "shell": 256, "demo": 64}
 DEFAULT_PROVIDER_MEMORY_MB = 256  # a [providers.<name>] of its own that does not say
 
