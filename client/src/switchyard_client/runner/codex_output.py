@@ -95,8 +95,8 @@ def codex_events(line: dict[str, Any], *, provider: str, hooks: bool) -> list[tu
         return [("log", {"source": provider, "event": kind, "thread_id": line.get("thread_id")})]
     if kind == "turn.completed":
         return [("log", {"source": provider, "event": kind, "usage": line.get("usage") or {}})]
-    if kind in ("turn.failed", "error"):
-        return [("log", {"source": provider, "event": kind, "message": _error_message(line.get("error") or line)})]
+    if kind == "turn.failed":  # a top-level "error" line (said just before it) is logship's, as Gemini's
+        return [("log", {"source": provider, "event": kind, "message": _error_message(line.get("error"))})]
     if kind not in ("item.started", "item.completed"):
         return []  # turn.started, item.updated: nothing a person needs twice
     item = line.get("item") or {}

@@ -157,8 +157,14 @@ def events_from_line(line: dict[str, Any], *, provider: str, hooks: bool) -> lis
     out: list[tuple[str, dict[str, Any]]] = []
     if kind == "result":
         return [("log", _result(line, provider))]
-    if kind in CODEX_TYPES or (kind == "error" and "message" in line):  # Codex: codex_output.py
+    if kind in CODEX_TYPES:  # codex_output.py
         return codex_events(line, provider=provider, hooks=hooks)
+    if kind == "error":  # Codex's and Gemini's
+        payload = {"source": provider, "event": kind}
+        for key in ("error", "message"):
+            if key in line:
+                payload[key] = _text(line[key])
+        return [("log", payload)]
     if kind in ("system", "init"):
         payload = {"source": provider, "event": f"{kind}/{line['subtype']}" if line.get("subtype") else kind}
         for key in ("session_id", "sessionId", "model", "cwd"):
