@@ -20,6 +20,7 @@ LONGEST_FILES = (
     "tests/runners/test_claude_code_cli.py",
     "tests/runners/test_runner_claude_e2e.py",
     "tests/runners/test_runner_gemini_e2e.py",
+    "tests/runners/test_runner_codex_e2e.py",
     "tests/runners/test_claude_code_elicitation.py",
     "tests/usage/test_claude_code_telemetry.py",
     "tests/client/test_hook_claude_code.py",

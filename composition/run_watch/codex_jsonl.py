@@ -4,8 +4,12 @@ One JSON object a line: ``thread.started``, ``turn.started``, ``item.started`` /
 ``item.completed`` with an ``item`` (``agent_message``, ``reasoning``, ``command_execution``,
 ``file_change``, ``mcp_tool_call``, ``web_search``, ``todo_list``, ``error``) keyed by its ``id``,
 ``turn.completed`` with the turn's ``usage`` (``input_tokens``, ``cached_input_tokens``,
-``output_tokens``), ``turn.failed`` and ``error``. As documented for Codex CLI 0.4x-0.12x
-(codex-rs/exec/src/exec_events.rs); Codex prints no cost.
+``cache_write_input_tokens``, ``output_tokens``), ``turn.failed`` and ``error``. As documented
+(codex-rs/exec/src/exec_events.rs) and checked against Codex CLI 0.171.0; Codex prints no cost.
+
+A run's log holds one process per attempt (a resumed run: ``codex exec resume``), each starting with
+``thread.started``, and item ids (``item_0``, ...) start again with each: an id means the same item
+only within its process. An API error is said twice, as ``error`` and as ``turn.failed``: shown once.
 """
 
 from __future__ import annotations
@@ -83,7 +87,9 @@ def parse(data: bytes) -> Conversation:
     placed: dict[str, int] = {}  # item id -> its index in conversation.items, replaced as it updates
     for line in json_lines(data):
         kind = line.get("type")
-        if kind in ("item.started", "item.updated", "item.completed"):
+        if kind == "thread.started":
+            placed = {}  # a new process: its item ids are its own
+        elif kind in ("item.started", "item.updated", "item.completed"):
             item = line.get("item") if isinstance(line.get("item"), dict) else {}
             itype = item.get("type")
             if itype == "agent_message" and kind == "item.completed" and str(item.get("text") or "").strip():
@@ -105,14 +111,22 @@ def parse(data: bytes) -> Conversation:
         elif kind == "turn.completed" and isinstance(line.get("usage"), dict):
             usage = line["usage"]
             cached = int(usage.get("cached_input_tokens") or 0)
-            # Codex counts the cached tokens inside input_tokens; here they are apart, as Claude's.
-            conversation.input_tokens += max(0, int(usage.get("input_tokens") or 0) - cached)
+            written = int(usage.get("cache_write_input_tokens") or 0)
+            # Codex counts the cached and cache-write tokens inside input_tokens; here they are apart, as Claude's.
+            conversation.input_tokens += max(0, int(usage.get("input_tokens") or 0) - cached - written)
             conversation.cache_read_tokens += cached
+            conversation.cache_creation_tokens += written
             conversation.output_tokens += int(usage.get("output_tokens") or 0)
         elif kind == "turn.failed":
             error = line.get("error")
             message = error.get("message") if isinstance(error, dict) else error
-            conversation.items.append(Notice(text=str(message or "The turn failed.")))
+            _notice(conversation, str(message or "The turn failed."))
         elif kind == "error" and line.get("message"):
-            conversation.items.append(Notice(text=str(line["message"])))
+            _notice(conversation, str(line["message"]))
     return conversation
+
+
+def _notice(conversation: Conversation, text: str) -> None:
+    last = conversation.items[-1] if conversation.items else None
+    if not (isinstance(last, Notice) and last.text == text):
+        conversation.items.append(Notice(text=text))

@@ -15,7 +15,15 @@ BUILTINS = providers_for(
         env={"SWITCHYARD_RUNNER_KEY": "k"},
     )
 )
-CODEX_RESUME = ["codex", "exec", "resume", "--json", "-c", 'sandbox_mode="workspace-write"', "--"]
+CODEX_RESUME = [
+    "codex",
+    "exec",
+    "resume",
+    "--json",
+    "--skip-git-repo-check",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--",
+]
 DEMO = ProviderConfig(name="demo", command=["{python}", "-m", "switchyard_client.demo_agent"])
 
 

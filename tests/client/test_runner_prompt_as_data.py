@@ -8,10 +8,9 @@ CLI 0.169.0, Gemini CLI 0.61.0): Claude Code with ``-p`` and no prompt argument 
 standard input; Codex (clap) takes every word after ``--`` as a positional; Gemini (yargs) takes all
 after the first ``=`` of ``--prompt=`` as the value. With the old templates (``claude -p PROMPT``,
 ``codex exec ... PROMPT``, ``gemini -p PROMPT``) ``--version`` printed each CLI's version and
-``--dangerously-bypass-approvals-and-sandbox`` turned Codex's sandbox off. The real Claude Code is
-also run end to end in tests/runners/test_runner_claude_e2e.py, the real Gemini CLI in
-tests/runners/test_runner_gemini_e2e.py, and the codex stand-in that refuses what the real CLI refuses
-in tests/client/test_runner_codex_gemini.py.
+``--dangerously-bypass-approvals-and-sandbox`` turned Codex's sandbox off. The real CLIs also run end
+to end, each given a task titled as one of its options: tests/runners/test_runner_claude_e2e.py,
+test_runner_codex_e2e.py and test_runner_gemini_e2e.py.
 """
 
 import json

@@ -325,16 +325,7 @@ def test_with_hooks_wired_tool_events_are_left_to_the_hooks():
     assert events[-1]["payload"]["total_cost_usd"] == 0.01
 
 
-def test_codex_jsonl():
-    lines = [
-        {"type": "thread.started", "thread_id": "th"},
-        {"type": "item.started", "item": {"id": "i1", "type": "command_execution", "command": "ls"}},
-        {"type": "item.completed", "item": {"id": "i1", "type": "command_execution", "command": "ls", "exit_code": 0}},
-        {"type": "item.completed", "item": {"id": "i2", "type": "agent_message", "text": "Done"}},
-        {"type": "turn.completed", "usage": {"input_tokens": 3}},
-    ]
-    events, _, _ = parse_lines(_stream(lines), start_line=0, provider="codex", hooks=False, run_id=1)
-    assert [e["type"] for e in events] == ["log", "tool_started", "tool_finished", "log", "log"]
+# Codex's --json output: tests/client/test_runner_codex_output.py, on lines the real CLI printed.
 
 
 # --- state files --------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The provider parsers on real output: fixtures/claude_stream.jsonl is the real Claude Code CLI's
 stream-json (capture_claude_stream.py), fixtures/codex_exec.jsonl Codex's `exec --json` as documented."""
 
+import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -101,3 +102,58 @@ def test_the_format_is_read_from_the_lines_and_a_cut_first_line_is_skipped():
     cut = CLAUDE[CLAUDE.index(b"\n") - 20 :]
     assert log_format(cut) == "claude"
     assert _kinds(claude_stream.parse(cut)) == ["text", "tool", "tool", "tool", "text"]
+
+
+def _codex_process(thread: str, command: str, output: str, said: str) -> list[dict]:
+    """What one `codex exec --json` process printed (Codex 0.171.0: its item ids start at item_0)."""
+    item = {"id": "item_1", "type": "command_execution", "command": command, "aggregated_output": ""}
+    return [
+        {"type": "thread.started", "thread_id": thread},
+        {"type": "turn.started"},
+        {"type": "item.started", "item": {**item, "exit_code": None, "status": "in_progress"}},
+        {
+            "type": "item.completed",
+            "item": {**item, "aggregated_output": output, "exit_code": 0, "status": "completed"},
+        },
+        {"type": "item.completed", "item": {"id": "item_2", "type": "agent_message", "text": said}},
+        {
+            "type": "turn.completed",
+            "usage": {
+                "input_tokens": 2400,
+                "cached_input_tokens": 400,
+                "cache_write_input_tokens": 100,
+                "output_tokens": 160,
+                "reasoning_output_tokens": 0,
+            },
+        },
+    ]
+
+
+def test_a_resumed_codex_run_keeps_both_processes_items_though_their_ids_repeat():
+    lines = _codex_process("th-1", "echo one > one.txt", "", "One.")[:4] + _codex_process(
+        "th-1", "git commit -qm one", "committed\n", "Committed."
+    )
+    conversation = codex_jsonl.parse(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+
+    first, second, text = conversation.items
+    assert (first.headline, first.status) == ("echo one > one.txt", "done")
+    assert (second.headline, second.output) == ("git commit -qm one", "committed\n")
+    assert text.markdown == "Committed."
+    # 2,400 input tokens, of which 400 cached and 100 written to the cache: apart, as Claude Code's.
+    assert (conversation.input_tokens, conversation.cache_read_tokens, conversation.cache_creation_tokens) == (
+        1900,
+        400,
+        100,
+    )
+
+
+def test_a_codex_api_error_said_twice_is_one_notice():
+    said = "unexpected status 401 Unauthorized: Incorrect API key provided."
+    lines = [
+        {"type": "thread.started", "thread_id": "th-1"},
+        {"type": "turn.started"},
+        {"type": "error", "message": said},
+        {"type": "turn.failed", "error": {"message": said}},
+    ]
+    conversation = codex_jsonl.parse(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    assert [(item.kind, item.text) for item in conversation.items] == [("notice", said)]

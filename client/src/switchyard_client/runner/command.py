@@ -75,8 +75,9 @@ built-in providers (each offered only when its program is on PATH):
   claude  claude -p --session-id {session_uuid} --output-format stream-json --verbose
           --settings {hook_settings} --permission-mode acceptEdits --allowedTools ...
           with the prompt on its standard input (resume: --resume {session_uuid})
-  codex   codex exec --json --sandbox workspace-write --skip-git-repo-check --cd {workdir} -- {prompt}
-          (resume: codex exec resume --last --json ... -- {prompt})
+  codex   codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
+          --cd {workdir} -- {prompt} (its own sandbox off: the runner's is the run's)
+          (resume: codex exec resume ... -- {agent_session} {prompt}, the thread id it printed)
   gemini  gemini --session-id {session_uuid} --prompt={prompt} --output-format stream-json
           --skip-trust --approval-mode auto_edit --allowed-tools=run_shell_command
           (resume: --resume {session_uuid})

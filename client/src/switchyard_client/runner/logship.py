@@ -14,12 +14,15 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from switchyard_client.api.client import Client
 from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
 from switchyard_client.runner import gemini_output
+from switchyard_client.runner.codex_output import TYPES as CODEX_TYPES
+from switchyard_client.runner.codex_output import codex_events, codex_spans, otlp_traces
 from switchyard_client.runner.state import RunState
 
 # The most one request carries: the whole backlog up to the server's RUNNER_LOG_CHUNK_MAX_BYTES
@@ -36,6 +39,8 @@ PARSE_MAX = 4 * 1024 * 1024  # log bytes turned into events per tick, at most
 AGENT_SESSION = re.compile(r"[A-Za-z0-9._:-]{1,200}")
 # The output events (events_from_line's "event") that name the provider's own session, and where.
 SESSION_EVENTS = {"system/init": "session_id", "init": "session_id", "thread.started": "thread_id"}
+# The output events that say why the agent gave up: their message leads a failed run's error.
+AGENT_ERRORS = ("turn.failed", "error")
 
 
 class LeaseLost(Exception):
@@ -146,9 +151,17 @@ def events_from_line(line: dict[str, Any], *, provider: str, hooks: bool) -> lis
     out: list[tuple[str, dict[str, Any]]] = []
     if kind == "result":
         return [("log", _result(line, provider))]
-    if kind in ("system", "thread.started"):
+    if kind in CODEX_TYPES:  # codex_output.py
+        return codex_events(line, provider=provider, hooks=hooks)
+    if kind == "error":  # Codex's (Gemini's are gemini_output.py's)
+        payload = {"source": provider, "event": kind}
+        for key in ("error", "message"):
+            if key in line:
+                payload[key] = _text(line[key])
+        return [("log", payload)]
+    if kind == "system":
         payload = {"source": provider, "event": f"{kind}/{line['subtype']}" if line.get("subtype") else kind}
-        for key in ("session_id", "sessionId", "thread_id", "model", "cwd"):
+        for key in ("session_id", "sessionId", "model", "cwd"):
             if key in line:
                 payload[key] = line[key]
         return [("log", payload)]
@@ -170,37 +183,29 @@ def events_from_line(line: dict[str, Any], *, provider: str, hooks: bool) -> lis
                 )
                 out.append(("tool_finished", payload))
         return out
-    if kind in ("item.started", "item.completed"):  # Codex
-        item = line.get("item") or {}
-        itype = item.get("type")
-        if itype == "agent_message" and kind == "item.completed":
-            return [("log", {"source": provider, "message": _text(item.get("text", ""))})]
-        if itype in ("command_execution", "file_change", "mcp_tool_call", "web_search") and not hooks:
-            event = "tool_started" if kind == "item.started" else "tool_finished"
-            payload = {"source": provider, "tool": itype, "tool_use_id": item.get("id")}
-            payload.update({k: _text(v, 2000) for k, v in item.items() if k not in ("id", "type")})
-            return [(event, payload)]
-        return []
-    if kind in ("turn.completed", "turn.failed", "error"):
-        payload = {"source": provider, "event": kind}
-        for key in ("usage", "error", "message"):
-            if key in line:
-                payload[key] = line[key] if key == "usage" else _text(line[key])
-        return [("log", payload)]
     return []
 
 
-def parse_lines(
-    data: bytes, *, start_line: int, provider: str, hooks: bool, run_id: int, final: bool = False
-) -> tuple[list[dict[str, Any]], int, int]:
-    """Stream events for the complete lines of ``data`` (all of it when ``final``).
+@dataclass
+class Slice:
+    """What a slice of the log holds: its stream events, the OTLP spans of the tool calls and tokens
+    of Codex's lines (codex_output.py), and how much of it was used (bytes, lines)."""
 
-    Returns (events, bytes consumed, lines consumed). Lines that are not JSON objects (stderr,
-    progress text) count for the numbering and are skipped."""
-    events: list[dict[str, Any]] = []
-    consumed = data.rfind(b"\n") + 1 if not final else len(data)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    used: int = 0
+    lines: int = 0
+
+
+def parse_slice(
+    data: bytes, *, start_line: int, provider: str, hooks: bool, run_id: int, session: str = "", final: bool = False
+) -> Slice:
+    """Stream events (and Codex's spans) for the complete lines of ``data`` (all of it when ``final``).
+
+    Lines that are not JSON objects (stderr, progress text) count for the numbering and are skipped."""
+    out = Slice(used=data.rfind(b"\n") + 1 if not final else len(data))
     number = start_line
-    lines = data[:consumed].split(b"\n")
+    lines = data[: out.used].split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     for raw in lines:
@@ -214,9 +219,23 @@ def parse_lines(
             continue
         if not isinstance(line, dict):
             continue
-        for index, (etype, payload) in enumerate(events_from_line(line, provider=provider, hooks=hooks)):
-            events.append({"id": f"run{run_id}-l{number}-{index}", "type": etype, "payload": payload})
-    return events, consumed, number - start_line
+        made = [
+            {"id": f"run{run_id}-l{number}-{index}", "type": etype, "payload": payload}
+            for index, (etype, payload) in enumerate(events_from_line(line, provider=provider, hooks=hooks))
+        ]
+        out.events += made
+        if made and str(line.get("type")) in CODEX_TYPES:
+            out.spans += codex_spans(made, session=session)
+    out.lines = number - start_line
+    return out
+
+
+def parse_lines(
+    data: bytes, *, start_line: int, provider: str, hooks: bool, run_id: int, final: bool = False
+) -> tuple[list[dict[str, Any]], int, int]:
+    """(events, bytes consumed, lines consumed) of parse_slice."""
+    got = parse_slice(data, start_line=start_line, provider=provider, hooks=hooks, run_id=run_id, final=final)
+    return got.events, got.used, got.lines
 
 
 def run_log_ship(state: RunState, api: Client) -> int | None:
@@ -251,16 +270,18 @@ def run_events_ship(state: RunState, agent: Client | None, *, hooks: bool, final
     with open(s.log_path, "rb") as fh:
         fh.seek(s.parsed)
         data = fh.read(min(s.shipped - s.parsed, PARSE_MAX))
-    events, used, lines = parse_lines(
+    got = parse_slice(
         data,
         start_line=s.parsed_lines,
         provider=s.provider,
         hooks=hooks,
         run_id=s.id,
+        session=s.session,
         # A slice with no end of line in it is one giant line: take it whole (not JSON we can use)
         # rather than wait for a newline forever.
         final=(final and s.parsed + len(data) >= s.shipped) or (len(data) == PARSE_MAX and b"\n" not in data),
     )
+    events = got.events
     s.agent_session = agent_session_in(events) or s.agent_session
     s.agent_error = agent_error_in(events) or s.agent_error
     for start in range(0, len(events), EVENTS_PER_BATCH):
@@ -270,11 +291,25 @@ def run_events_ship(state: RunState, agent: Client | None, *, hooks: bool, final
             return False  # the same lines are read again next tick: same ids, nothing doubled
         except SwitchyardError:
             break  # refused (the key was revoked, a payload too big): drop these, go on
-    if not hooks and not tool_calls_ship(agent, s.session, data[:used]):
+    if not hooks and not tool_calls_ship(agent, s.session, data[: got.used]):
+        return False  # Gemini's tool calls to the ledger: read again next tick, recorded once
+    if got.spans and not spans_send(agent, got.spans, provider=s.provider):
+        return False  # read again next tick: the same span ids, recorded once
+    s.parsed += got.used
+    s.parsed_lines += got.lines
+    return got.used > 0
+
+
+def spans_send(agent: Client, spans: list[dict[str, Any]], *, provider: str) -> bool:
+    """Codex's tool calls and tokens to the server's OTLP receiver, with the run's key: False when
+    the server could not be reached (try again), True when it took them or refused them for good."""
+    try:
+        agent.request("POST", "otlp/v1/traces", json=otlp_traces(spans, provider=provider))
+    except ConnectionFailed:
         return False
-    s.parsed += used
-    s.parsed_lines += lines
-    return used > 0
+    except SwitchyardError:
+        pass  # refused (a revoked key, a closed session): as events, dropped
+    return True
 
 
 def tool_calls_ship(agent: Client, session: str, data: bytes) -> bool:
@@ -296,16 +331,6 @@ def tool_calls_ship(agent: Client, session: str, data: bytes) -> bool:
     return True
 
 
-def agent_error_in(events: list[dict[str, Any]]) -> str:
-    """What the agent's output said went wrong at its end (Gemini's failed ``result``), else ''."""
-    found = ""
-    for event in events:
-        payload = event.get("payload") or {}
-        if payload.get("event") == "result" and isinstance(payload.get("error"), str):
-            found = payload["error"]
-    return found
-
-
 def agent_session_in(events: list[dict[str, Any]]) -> str:
     """The provider's session id named by the last of ``events`` that names one (Claude Code's
     ``system/init``, Gemini's ``init``, Codex's ``thread.started``), else ''."""
@@ -316,4 +341,17 @@ def agent_session_in(events: list[dict[str, Any]]) -> str:
         value = payload.get(key) if key else None
         if isinstance(value, str) and AGENT_SESSION.fullmatch(value):
             found = value
+    return found
+
+
+def agent_error_in(events: list[dict[str, Any]]) -> str:
+    """What the last of ``events`` that reports the agent's own failure says (Codex's ``turn.failed``
+    and ``error``: an API error, a refused key; Gemini's failed ``result``), else ''."""
+    found = ""
+    for event in events:
+        payload = event.get("payload") or {}
+        if payload.get("event") in AGENT_ERRORS and isinstance(payload.get("message"), str):
+            found = payload["message"].strip()[:1000] or found
+        elif payload.get("event") == "result" and isinstance(payload.get("error"), str):
+            found = payload["error"].strip()[:1000] or found
     return found

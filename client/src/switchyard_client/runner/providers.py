@@ -3,9 +3,10 @@ config's ``[providers.<name>]`` tables, and the argv templating.
 
 Flags were written against: Claude Code 2.1.x (`-p`, `--output-format stream-json --verbose`,
 `--session-id <uuid>`, `--resume <uuid>`, `--settings <json>`, `--permission-mode`, `--allowedTools`),
-Codex CLI 0.125 (`codex exec --json --sandbox workspace-write --skip-git-repo-check --cd DIR PROMPT`;
-`codex exec resume SESSION_ID PROMPT`, which takes no --cd/--sandbox, hence `-c sandbox_mode=...` and the
-workdir as its cwd; the id is the run's or, for a run continuing another, that run's ``thread_id``) and Gemini CLI
+Codex CLI 0.171.0 (`codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
+--cd DIR -- PROMPT`; `codex exec resume ... -- THREAD_ID PROMPT`, which takes no --cd, hence the
+workdir as its cwd; the id is the run's ``thread.started`` ``thread_id`` or, for a run continuing
+another, that run's; its output: codex_output.py) and Gemini CLI
 0.61.0 (gemini_output.py reads its output): headless with ``--prompt=`` and ``--output-format stream-json``;
 ``--session-id <uuid>`` starts the session under the run's uuid and ``--resume <uuid>`` goes on with it
 (sessions are kept per project folder under ``~/.gemini/tmp``, so a resume runs in the same worktree);
@@ -75,6 +76,13 @@ _CLAUDE_COMMON = [
     "--allowedTools",
     CLAUDE_TOOLS,
 ]
+# Codex's own sandbox is off: the runner's (sandbox.py) is the run's. Codex's workspace-write makes
+# every .git read-only and writes only under the workdir, and a worktree's git metadata lies in the
+# clone's .git beside it, so the agent could not commit its work (what a run is for); it also cuts the
+# network off, and Switchyard is on it. Nested, it needs user namespaces inside the runner's bwrap.
+# The CLI documents this flag for "environments that are externally sandboxed". In exec mode Codex
+# never asks for an approval, so nothing waits on a person either.
+_CODEX_COMMON = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
 _GEMINI_COMMON = [
     "--output-format",
     "stream-json",
@@ -87,10 +95,11 @@ _GEMINI_COMMON = [
 # memory_mb, what one run takes (room.py admits a run only while the machine has it to spare).
 # Claude Code 2.1.332 (a single native binary) measured here at 208-220 MB resident through a
 # scripted run with tools and hooks (VmRSS of its process tree, sampled every 100 ms); 512 leaves
-# room for a long session's growing context and the commands its tools start. Gemini CLI 0.61.0 measured
-# the same way at 396-403 MB (two Node.js processes: its launcher and the CLI it starts with a larger
-# heap): 768 leaves it the same room. Codex is an estimate (not measured here); demo is a small
-# Python process; shell runs any command.
+# room for a long session's growing context and the commands its tools start. Codex CLI 0.171.0 (its
+# node launcher and native binary) peaked at 186 MB the same way through a scripted run with a shell
+# call; 512 on the same reasoning. Gemini CLI 0.61.0 measured the same way at 396-403 MB (two Node.js
+# processes: its launcher and the CLI it starts with a larger heap): 768 leaves it the same room.
+# demo is a small Python process; shell runs any command.
 MEMORY_MB = {"claude": 512, "codex": 512, "gemini": 768, "shell": 256, "demo": 64}
 DEFAULT_PROVIDER_MEMORY_MB = 256  # a [providers.<name>] of its own that does not say
 
@@ -109,29 +118,9 @@ def _builtins() -> dict[str, ProviderConfig]:
         ),
         "codex": ProviderConfig(
             name="codex",
-            command=[
-                "codex",
-                "exec",
-                "--json",
-                "--sandbox",
-                "workspace-write",
-                "--skip-git-repo-check",
-                "--cd",
-                "{workdir}",
-                "--",
-                "{prompt}",
-            ],
-            resume_command=[
-                "codex",
-                "exec",
-                "resume",
-                "--json",
-                "-c",
-                'sandbox_mode="workspace-write"',
-                "--",
-                "{agent_session}",
-                "{prompt}",
-            ],
+            command=["codex", "exec", *_CODEX_COMMON, "--cd", "{workdir}", "--", "{prompt}"],
+            # `exec resume` takes no --cd: the runner starts it in the workdir, where the thread was made.
+            resume_command=["codex", "exec", "resume", *_CODEX_COMMON, "--", "{agent_session}", "{prompt}"],
             output="jsonl",
             home_files=[".codex/config.toml", ".codex/auth.json"],
         ),

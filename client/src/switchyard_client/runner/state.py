@@ -40,9 +40,10 @@ class RunState:
     outcome: str = ""  # once known: succeeded, failed, cancelled (reported in phase finishing)
     exit_code: int | None = None
     error: str = ""
+    # What the agent's own output last said went wrong this attempt (logship.agent_error_in).
+    agent_error: str = ""
     agent_ran: bool = False  # an agent was started for this run once: a restart resumes it
     agent_session: str = ""  # the provider's own session id (launch.py): what a restart or a later run resumes
-    agent_error: str = ""  # what the agent's output said went wrong at its end (logship.agent_error_in)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunState:

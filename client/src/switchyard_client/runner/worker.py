@@ -265,8 +265,7 @@ class RunWorker:
             argv, cwd=s.workdir, env=env, log_path=Path(s.log_path), exit_path=Path(s.exit_path), stdin=given
         )
         s.pid, s.pid_start = self.popen.pid, pid_start_time(self.popen.pid)
-        s.started_at, s.agent_ran, s.exit_code = time.time(), True, None
-        s.agent_error = ""  # what an earlier attempt's output said at its end is not this one's
+        s.started_at, s.agent_ran, s.exit_code, s.agent_error = time.time(), True, None, ""
         # Until its output names it: the one resumed, or the one its command set.
         s.agent_session = agent_session if resume else own_agent_session(s, provider)
         self._watchdog_ensure(save=False)
@@ -467,12 +466,13 @@ class RunWorker:
         if summary is not None:
             body["summary"] = summary
         if s.outcome == "failed" and s.agent_error and s.agent_error not in s.error:
-            # The agent ended itself and said why: its words lead. Its exit code is then no signal's
-            # (Gemini CLI exits with an API error's HTTP status: 401 is exit code 145, not SIGCHLD).
+            # The agent ended itself and said why (Codex's "unexpected status 401 ...", Gemini's API
+            # error): its words lead. Its exit code is then no signal's (Gemini CLI exits with an API
+            # error's HTTP status: 401 is exit code 145, not SIGCHLD).
             said = f"exit code {s.exit_code}" if s.error == describe_exit(s.exit_code) else s.error
             s.error = f"{said}: {s.agent_error}"
         if s.outcome == "failed":
-            tail = last_lines(s.log_path, 20)
+            tail = last_lines(s.log_path, 20)  # then the log's tail
             body["error"] = f"{s.error}\n{tail}".strip() if tail else s.error
         # The agent's last exports first: the run's end revokes the key they are sent with.
         self.runner.relay.settle(s.id, stop=self.runner.stop)
