@@ -333,7 +333,8 @@ def _attach_hunks(path: str, read: _Read, head: str) -> None:
     """Each shown file's hunks, parsed from the patch once per base and head and then cached (a
     5,000-line change is 5,000 line dicts: unidiff's parse of it costs more than git's diff)."""
     key = _cache_key("task-change-hunks", path, read.base, head)
-    hunks = cache.get(key)
+    with _collector_paused():  # unpickling them makes as many objects as parsing them
+        hunks = cache.get(key)
     if hunks is None:
         with _collector_paused():
             hunks = _parse_hunks(read.patch)
