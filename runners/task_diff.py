@@ -6,15 +6,24 @@ commits it made, not its base), so it is the merge-base of the branch and the re
 branch; the answer says so (``base.how``). A change from the default branch is then never shown
 twice, and a default branch that moved on since does not show up as the task's own.
 
-Huge changes are cut before git writes them: git's machine-readable listings (``--raw``,
-``--numstat``, the blobs' sizes) say which files fit, and only those are diffed. A binary file, a
-file past ``DIFF_MAX_FILE_BYTES``, the files past ``DIFF_MAX_FILES`` and those past the change's
+Huge changes are cut before git writes them: git's listing of the two trees (``--raw``: no file
+is read) and the blobs' sizes say which files fit, and only those are diffed. A binary file, a file
+past ``DIFF_MAX_FILE_BYTES``, the files past ``DIFF_MAX_FILES`` and those past the change's
 ``DIFF_MAX_BYTES`` are summarised ("too large to show"), never sent whole. The unified diff is
 parsed with ``unidiff``, never by hand. Everything in it (paths, content) is the agent's: the
 caller escapes it wherever it is shown.
+
+Cost (bench/diff_bench.py): the files' contents are diffed once, by one ``git diff --numstat
+--patch`` that gives the counts and the patch together; a second content diff runs only when the
+change has a binary file or files cut for size (rare, and then for them). A diff between two
+commits never changes, so the read is cached by the commits' ids (the default branch's and the
+branch's heads: the base is their merge-base), the parsed hunks under the base's and the head's:
+a request for a change seen before runs one git process (the refs).
 """
 
+import gc
 import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,7 +132,7 @@ def task_change_source(*, task: Task) -> tuple[str, str, str, str | None]:
 
 
 def task_change(*, task: Task, parse: bool = True) -> TaskChange:
-    """The task's change; ``parse`` adds each shown file's hunks (the JSON form)."""
+    """The task's change; ``parse`` adds each shown file's hunks (the JSON form and the page)."""
     path, branch, head, tip = task_change_source(task=task)
     base_branch = task.repository.default_branch
     if tip is None:
@@ -132,46 +141,90 @@ def task_change(*, task: Task, parse: bool = True) -> TaskChange:
             "default branch.",
             code="conflict",
         )
-    base = git_output(path, "merge-base", tip, head).decode().strip()
-    # Two commits' diff never changes: read and parse once, then from the cache (a person reading the
-    # page and the API's readers ask for the same change again and again).
-    key = f"task-change:1:{hashlib.sha256(path.encode()).hexdigest()[:16]}:{base}:{head}:{int(parse)}"
-    key += f":{DIFF_MAX_FILES}:{DIFF_MAX_FILE_BYTES}:{DIFF_MAX_BYTES}"
-    cached = cache.get(key)
-    if cached is None:
-        cached = _read(path, base, head, parse=parse)
-        if len(cached[1]) <= CACHE_MAX_CHARS:
-            cache.set(key, cached, timeout=CACHE_SECONDS)
-    files, text = cached
+    # Keyed by the two heads, not the base: the base is their merge-base, so a change seen before
+    # needs no git but the refs. A branch or a default branch that moved is another key.
+    read = cache.get(key := _cache_key("task-change", path, tip, head))
+    if read is None:
+        read = _read(path, git_output(path, "merge-base", tip, head).decode().strip(), head)
+        if len(read.patch) <= CACHE_MAX_CHARS:
+            cache.set(key, read, timeout=CACHE_SECONDS)
+    if parse:
+        _attach_hunks(path, read, head)
     return TaskChange(
         task_id=task.pk,
         repository=task.repository.name,
         branch=branch,
         base_branch=base_branch,
-        base_commit=base,
+        base_commit=read.base,
         head_commit=head,
-        files=files,
-        text=text,
+        files=read.files,
+        text=read.preamble + read.patch,
     )
 
 
-def _read(path: str, base: str, head: str, *, parse: bool) -> tuple[list[DiffFile], str]:
-    files = _listing(path, base, head)
+@dataclass
+class _Read:
+    """What git said of a change, as cached: the files (no hunks), the unified diff of the shown ones
+    and the preamble naming the summarised ones."""
+
+    base: str
+    files: list[DiffFile]
+    preamble: str
+    patch: str
+
+
+def _cache_key(kind: str, path: str, old: str, new: str) -> str:
+    clone = hashlib.sha256(path.encode()).hexdigest()[:16]
+    return f"{kind}:2:{clone}:{old}:{new}:{DIFF_MAX_FILES}:{DIFF_MAX_FILE_BYTES}:{DIFF_MAX_BYTES}"
+
+
+def _read(path: str, base: str, head: str) -> _Read:
+    files, cut = _listing(path, base, head)
     shown = [f for f in files if not f.too_large]
-    text = ""
+    patch = ""
+    counts: dict[str, tuple[int | None, int]] = {}
     if shown:
-        pathspecs: list[str] = []
-        if len(shown) < len(files):
-            for f in shown:
-                pathspecs += [f":(literal){p}" for p in (f.old_path, f.path) if p]
-        raw = git_output(path, *_DIFF_FLAGS, base, head, "--", *pathspecs)
-        text = raw.decode("utf-8", "replace")
-        if parse:
-            _attach_hunks(shown, text)
+        counts, patch = _numstat_and_patch(path, base, head, _pathspecs(shown) if cut else [])
+        binary = {f.path for f in shown if counts.get(f.path, (0, 0))[0] is None}
+        if binary:  # git printed "Binary files differ" for them: diff the others again without them
+            shown = [f for f in shown if f.path not in binary]
+            patch = _numstat_and_patch(path, base, head, _pathspecs(shown))[1] if shown else ""
+    if cut:  # the files never diffed above: their counts (and which are binary) from a numstat of all
+        every = git_output(path, *_DIFF_FLAGS, "--numstat", "-z", base, head).decode("utf-8", "replace")
+        counts = {**_numstat(every.split("\0")), **counts}
+    for item in files:
+        added, removed = counts.get(item.path, (0, 0))
+        if added is None:
+            item.binary, item.status = True, "binary"
+            item.too_large = "binary file, not shown"
+        else:
+            item.additions, item.deletions = added, removed
     # Text before the first "diff --git" is commentary to git apply and patch; a path is the agent's,
     # so a newline in it must not start a line of the diff.
     preamble = "".join(f"# {_one_line(f.path)}: {f.too_large}\n" for f in files if f.too_large)
-    return files, preamble + text
+    return _Read(base=base, files=files, preamble=preamble, patch=patch)
+
+
+def _pathspecs(files: list[DiffFile]) -> list[str]:
+    return ["--", *(f":(literal){p}" for f in files for p in (f.old_path, f.path) if p)]
+
+
+def _numstat_and_patch(path: str, base: str, head: str, pathspecs: list[str]) -> tuple[dict, str]:
+    """One content diff: ``--numstat -z`` entries, an empty one, then the patch (which may hold any
+    byte, so only the entries before it are split at NUL)."""
+    raw = git_output(path, *_DIFF_FLAGS, "--numstat", "-z", "--patch", base, head, *pathspecs)
+    fields: list[str] = []
+    position = 0
+    while position < len(raw):
+        end = raw.find(b"\0", position)
+        if end < 0:
+            break
+        field = raw[position:end].decode("utf-8", "replace")
+        position = end + 1
+        if field == "":  # after the last entry (a path is never empty)
+            break
+        fields.append(field)
+    return _numstat(fields + [""]), raw[position:].decode("utf-8", "replace")
 
 
 def _one_line(text: str) -> str:
@@ -191,11 +244,11 @@ def refs_resolve(path: str, names: list[str]) -> dict[str, str]:
     return found
 
 
-def _listing(path: str, base: str, head: str) -> list[DiffFile]:
-    """Every file the change touches with its status, counts and sizes; the ones that do not fit
-    marked ``too_large``."""
-    # One call: the raw entries (status, blobs; each starts with ':') and then the numstat ones.
-    listing = git_output(path, *_DIFF_FLAGS, "--raw", "--numstat", "-z", "--no-abbrev", base, head)
+def _listing(path: str, base: str, head: str) -> tuple[list[DiffFile], bool]:
+    """Every file the change touches with its status and sizes, the ones that do not fit marked
+    ``too_large``; and whether any was. Git compares the trees only (``--raw``): no file is diffed
+    here (renames aside), so a 50 MB file costs nothing yet."""
+    listing = git_output(path, *_DIFF_FLAGS, "--raw", "-z", "--no-abbrev", base, head)
     fields = listing.decode("utf-8", "replace").split("\0")
     files: list[DiffFile] = []
     blobs: list[tuple[str, str]] = []
@@ -223,17 +276,11 @@ def _listing(path: str, base: str, head: str) -> list[DiffFile]:
             )
         )
         blobs.append((meta[2], meta[3]))
-    counts = _numstat(fields[index:])
     sizes = _sizes(path, {sha for pair in blobs for sha in pair if sha != _NULL_SHA})
     total = 0
+    cut = False
     for position, (item, (old_sha, new_sha)) in enumerate(zip(files, blobs, strict=True)):
-        added, removed = counts.get(item.path, (0, 0))
         item.old_size, item.new_size = sizes.get(old_sha, 0), sizes.get(new_sha, 0)
-        if added is None:
-            item.binary, item.status = True, "binary"
-            item.too_large = "binary file, not shown"
-            continue
-        item.additions, item.deletions = added, removed
         largest = max(item.old_size, item.new_size)
         if position >= DIFF_MAX_FILES:
             item.too_large = f"too large to show: the change has more than {DIFF_MAX_FILES} files"
@@ -242,8 +289,9 @@ def _listing(path: str, base: str, head: str) -> list[DiffFile]:
         elif total + largest > DIFF_MAX_BYTES:
             item.too_large = f"too large to show: the change is past {DIFF_MAX_BYTES} bytes"
         else:
-            total += largest
-    return files
+            total += largest  # a binary file too: which are binary is known once they are diffed
+        cut = cut or bool(item.too_large)
+    return files, cut
 
 
 def _numstat(fields: list[str]) -> dict[str, tuple[int | None, int]]:
@@ -281,32 +329,61 @@ def _sizes(path: str, shas: set[str]) -> dict[str, int]:
     return sizes
 
 
-def _attach_hunks(shown: list[DiffFile], text: str) -> None:
-    by_path = {f.path: f for f in shown}
-    for patched in PatchSet(text):
-        item = by_path.get(patched.path)
-        if item is None:
-            continue
-        for hunk in patched:
-            item.hunks.append(
-                {
-                    "header": hunk.section_header,
-                    "old_start": hunk.source_start,
-                    "old_lines": hunk.source_length,
-                    "new_start": hunk.target_start,
-                    "new_lines": hunk.target_length,
-                    "lines": [
-                        {
-                            "kind": _KIND[line.line_type],
-                            "old": line.source_line_no,
-                            "new": line.target_line_no,
-                            "text": line.value.rstrip("\n"),
-                        }
-                        for line in hunk
-                        if line.line_type in _KIND
-                    ],
-                }
-            )
+def _attach_hunks(path: str, read: _Read, head: str) -> None:
+    """Each shown file's hunks, parsed from the patch once per base and head and then cached (a
+    5,000-line change is 5,000 line dicts: unidiff's parse of it costs more than git's diff)."""
+    key = _cache_key("task-change-hunks", path, read.base, head)
+    with _collector_paused():  # unpickling them makes as many objects as parsing them
+        hunks = cache.get(key)
+    if hunks is None:
+        with _collector_paused():
+            hunks = _parse_hunks(read.patch)
+        if len(read.patch) <= CACHE_MAX_CHARS:
+            cache.set(key, hunks, timeout=CACHE_SECONDS)
+    for item in read.files:
+        if not item.too_large:
+            item.hunks = hunks.get(item.path, [])
+
+
+@contextmanager
+def _collector_paused():
+    """The parse makes two objects a diff line, all kept: with the cyclic garbage collector on, its
+    collections (each a walk over the whole process's objects) took a third of it (diff_bench.py).
+    None of them is in a cycle; the collector is back on after, as it was."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _parse_hunks(patch: str) -> dict[str, list[dict]]:
+    """new path -> its hunks as plain dicts, from the unified diff."""
+    by_path: dict[str, list[dict]] = {}
+    for patched in PatchSet(patch):
+        by_path[patched.path] = [
+            {
+                "header": hunk.section_header,
+                "old_start": hunk.source_start,
+                "old_lines": hunk.source_length,
+                "new_start": hunk.target_start,
+                "new_lines": hunk.target_length,
+                "lines": [
+                    {
+                        "kind": _KIND[line.line_type],
+                        "old": line.source_line_no,
+                        "new": line.target_line_no,
+                        "text": line.value.rstrip("\n"),
+                    }
+                    for line in hunk
+                    if line.line_type in _KIND
+                ],
+            }
+            for hunk in patched
+        ]
+    return by_path
 
 
 def diff_lines(item: DiffFile) -> set[int]:

@@ -7,6 +7,7 @@ htmx swaps only 2xx answers); a plain form post renders the page again with the 
 service's status, the words typed kept.
 """
 
+import re
 from functools import wraps
 
 from django.contrib import messages
@@ -22,7 +23,7 @@ from config.api.errors import DomainError
 from config.pages import BOARD, refusal_text, user_may
 from runners import page_selectors
 from runners.change_lines import change_file_lines
-from runners.change_page import change_page_read
+from runners.change_page import change_file_rows, change_page_read
 from runners.diff_render import SPLIT, UNIFIED, Gap, RowWriter
 from runners.models import TaskReview
 from runners.review import comment_create, task_review
@@ -62,7 +63,9 @@ def _context_url(task_id: int) -> str:
 
 def _page(request, task, *, status: int = 200, form: dict | None = None) -> HttpResponse:
     view = _view_of(request)
-    page = change_page_read(task=task, view=view, context_url=_context_url(task.pk))
+    # ?all=1: every file's rows in the page (a browser without JavaScript follows the placeholders' link).
+    rows_url = "" if request.GET.get("all") else reverse("runners:task_change_file", args=[task.pk])
+    page = change_page_read(task=task, view=view, context_url=_context_url(task.pk), rows_url=rows_url)
     response = render(request, "runners/change.html", {"page": page, "form": form or {}}, status=status)
     if request.GET.get("view") == view:
         response.set_cookie(VIEW_COOKIE, view, max_age=VIEW_COOKIE_AGE, samesite="Lax")
@@ -94,6 +97,25 @@ def task_change_lines(request, task_id: int):
     return HttpResponse(writer.context_rows(path, gap, texts))
 
 
+@require_GET
+@review_page
+def task_change_file(request, task_id: int):
+    """A file's rows for its section past the page's first screen (htmx, when it scrolls into view):
+    ``path`` and ``head`` (the branch's commit the page showed). Under htmx a refusal comes back as
+    the section's message (htmx swaps only 2xx answers), else with its status."""
+    task = _task(task_id)
+    path, head, view = request.GET.get("path", ""), request.GET.get("head", ""), _view_of(request)
+    try:
+        if not path or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head):
+            raise DomainError("path (a file of the change) and head (the branch's commit id) are needed.")
+        rows = change_file_rows(task=task, path=path, head=head, view=view, context_url=_context_url(task.pk))
+    except DomainError as error:
+        if not request.htmx:
+            return HttpResponse(error.message, status=error.status_code, content_type="text/plain")
+        return render(request, "runners/_change_file_refused.html", {"message": error.message})
+    return render(request, "runners/_change_diff.html", {"rows": rows, "view": view})
+
+
 def _line_of(raw: str) -> int | None:
     return int(raw) if raw.strip().isdigit() else None
 
@@ -122,7 +144,8 @@ def task_change_comment(request, task_id: int):
         if error:
             return _page(request, task, status=400, form={"comment_error": error, **form})
         messages.success(request, "Comment added.")
-        return redirect(reverse("runners:task_change", args=[task.pk]) + f"#comment-{comment.pk}")
+        # Without htmx the comment's file may be past the first screen: the whole page, so its anchor is there.
+        return redirect(reverse("runners:task_change", args=[task.pk]) + f"?all=1#comment-{comment.pk}")
     columns = 3 if form["view"] == UNIFIED else 4
     if error:
         context = {"task": task, "form": form, "error": error, "columns": columns, "view": form["view"]}

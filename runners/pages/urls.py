@@ -15,6 +15,7 @@ urlpatterns = [
     path("runners/sessions/<str:session_id>/run/", views.session_run, name="session_run"),
     path("tasks/<int64:task_id>/change/", change_views.task_change_view, name="task_change"),
     path("tasks/<int64:task_id>/change/lines/", change_views.task_change_lines, name="task_change_lines"),
+    path("tasks/<int64:task_id>/change/file/", change_views.task_change_file, name="task_change_file"),
     path("tasks/<int64:task_id>/change/comments/", change_views.task_change_comment, name="task_change_comment"),
     path("tasks/<int64:task_id>/change/review/", change_views.task_change_review, name="task_change_review"),
 ]

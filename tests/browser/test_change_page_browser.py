@@ -105,3 +105,34 @@ def test_at_390_px_the_change_page_is_never_wider_than_the_screen(new_page, prod
         # The long line scrolls inside its own box, not the page.
         assert long_box.evaluate("box => box.scrollWidth > box.clientWidth")
     screenshot(page, f"change-page-phone-{view}")
+
+
+def test_a_file_past_the_first_screen_loads_its_rows_when_scrolled_to(
+    new_page, product_owner, transactional_db, tmp_path
+):
+    clone = tmp_path / "code" / "big"
+    clone.mkdir(parents=True)
+    git(clone, "init", "-q", "-b", "main")
+    commit(clone, {f"src/m{n:02d}.py": APP for n in range(12)}, "Initial commit")
+    repository, _ = repository_register(path=str(clone))
+    task = TaskFactory(title="Touch every module", repository=repository, status=Task.Status.REVIEW)
+    git(clone, "checkout", "-q", "-b", f"task-{task.pk}")
+    commit(clone, {f"src/m{n:02d}.py": APP.replace("line 5\n", f"line five in {n}\n") for n in range(12)}, "Run 1")
+    git(clone, "checkout", "-q", "main")
+    Run.objects.create(task=task, provider="demo", status=Run.Status.SUCCEEDED)
+    page = new_page(product_owner)
+
+    page.goto(f"/tasks/{task.pk}/change/")
+    last = page.locator('section.file[data-path="src/m11.py"]')
+    # The first ten files are in the page; the last ones wait for the reader.
+    expect(page.locator('section.file[data-path="src/m00.py"] table.diff')).to_be_visible()
+    expect(last.locator(".diff-wrap.deferred")).to_have_count(1)
+    expect(last.locator("table.diff")).to_have_count(0)
+
+    last.scroll_into_view_if_needed()
+
+    expect(last.locator("td.code", has_text="line five in 11")).to_be_visible()
+    expect(last.locator(".diff-wrap.deferred")).to_have_count(0)
+    # Its rows work as the page's own: a line number opens the comment form.
+    last.locator("button.ln", has_text="5").first.click()
+    expect(last.locator("form.comment-form")).to_be_visible()

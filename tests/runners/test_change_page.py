@@ -160,21 +160,106 @@ def test_a_task_without_a_branch_says_why(owner, task):
     assert "No run has worked on this task yet" in response.content.decode()
 
 
+# --- the first screen first ---------------------------------------------------------------------------
+
+
+def _rows_url(html: str) -> str:
+    start = html.index('hx-get="/tasks/') + len('hx-get="')
+    return html[start : html.index('"', start)].replace("&amp;", "&")
+
+
+def test_files_past_the_first_screen_load_their_rows_when_reached(owner, clone, task, branch, run, monkeypatch):
+    monkeypatch.setattr(change_page, "FIRST_SCREEN_LINES", 1)  # docs/new.md's one line fills the first screen
+    comment = ReviewComment.objects.create(task=task, path="src/app.py", line=5, body="Say five", author="user:olivia")
+    head = git(clone, "rev-parse", branch).strip()
+
+    html = owner.get(url(task)).content.decode()
+
+    # docs/new.md in the page; src/app.py's section has its header and a placeholder htmx fills when
+    # it scrolls into view, for the head the page shows.
+    assert '<span class="mark">+</span>' in html.split('data-path="src/app.py"')[0]
+    section = html.split('data-path="src/app.py"')[1]
+    assert '<button class="ln">5</button>' not in section and f'id="comment-{comment.pk}"' not in section
+    assert 'hx-trigger="revealed"' in section and "Loading 16 lines…" in section
+    rows_url = _rows_url(section)
+    # Without JavaScript the placeholder is a link to the whole page, every file's rows in it.
+    assert '<a href="?view=unified&amp;all=1#file-3">' in section
+    whole = owner.get(url(task) + "?all=1").content.decode()
+    assert 'hx-trigger="revealed"' not in whole and '<button class="ln">5</button>' in whole
+    assert rows_url == f"/tasks/{task.pk}/change/file/?path=src%2Fapp.py&head={head}&view=unified"
+
+    rows = owner.get(rows_url, **HTMX)
+
+    assert rows.status_code == 200
+    loaded = rows.content.decode()
+    assert loaded.startswith('<div class="diff-wrap"><table class="diff unified">')
+    assert '<span class="mark">+</span><span class="n">line</span> <span class="n">five</span>' in loaded
+    assert loaded.index(f'id="comment-{comment.pk}"') > loaded.index('<button class="ln">5</button>')
+    assert "/change/lines/?path=src%2Fapp.py&amp;old=9&amp;new=9&amp;end=11&amp;view=unified" in loaded
+
+
+def test_a_small_change_is_all_in_the_page(owner, task, branch, run):
+    html = owner.get(url(task)).content.decode()
+
+    assert 'hx-trigger="revealed"' not in html
+    assert html.count('<table class="diff unified">') == 2  # docs/new.md and src/app.py; logo.png a summary
+
+
+def test_rows_for_a_head_the_branch_has_left_say_to_reload(owner, clone, task, branch, run):
+    old_head = git(clone, "rev-parse", branch).strip()
+    git(clone, "checkout", "-q", branch)
+    commit(clone, {"src/app.py": APP.replace("line 5\n", "line 5!\n")}, "Run 2")
+    git(clone, "checkout", "-q", "main")
+    query = {"path": "src/app.py", "head": old_head}
+
+    under_htmx = owner.get(url(task, "file/"), query, **HTMX)
+    plain = owner.get(url(task, "file/"), query)
+
+    assert under_htmx.status_code == 200  # htmx swaps only 2xx: the message takes the rows' place
+    assert "The branch moved on since this page was loaded" in under_htmx.content.decode()
+    assert 'role="alert"' in under_htmx.content.decode() and "<table" not in under_htmx.content.decode()
+    assert plain.status_code == 409 and "reload the page" in plain.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "says"),
+    [
+        ({"path": "src/app.py", "head": "main"}, 400, "head (the branch's commit id) are needed"),
+        ({"path": "", "head": "HEAD"}, 400, "path (a file of the change)"),
+        ({"path": "nope.py"}, 404, "'nope.py' is not a file this change shows."),
+        ({"path": "logo.png"}, 404, "'logo.png' is not a file this change shows."),  # binary: a summary
+        ({"path": "later.txt"}, 404, "is not a file this change shows"),  # main's, not the task's
+    ],
+)
+def test_rows_refuse_what_is_not_a_shown_file_of_the_change(owner, clone, task, branch, run, query, status, says):
+    query = {"head": git(clone, "rev-parse", branch).strip(), **query}
+
+    response = owner.get(url(task, "file/"), query)
+
+    assert response.status_code == status
+    assert says in response.content.decode()
+
+
 # --- who may ----------------------------------------------------------------------------------------
 
 
-def test_people_outside_the_board_groups_get_403_and_strangers_the_login(client, task, branch, run):
+def test_people_outside_the_board_groups_get_403_and_strangers_the_login(client, clone, task, branch, run):
     assert client.get(url(task)).status_code == 302
     client.force_login(user_in(username="nobody"))
     before = _state()
 
-    pages = [client.get(url(task)), client.get(url(task, "lines/"), {"path": "src/app.py", "old": 1, "new": 1})]
+    head = git(clone, "rev-parse", branch).strip()
+    pages = [
+        client.get(url(task)),
+        client.get(url(task, "lines/"), {"path": "src/app.py", "old": 1, "new": 1}),
+        client.get(url(task, "file/"), {"path": "src/app.py", "head": head}, **HTMX),
+    ]
     posts = [
         client.post(url(task, "comments/"), {"path": "src/app.py", "line": "5", "body": "x"}),
         client.post(url(task, "review/"), {"action": "approve"}),
     ]
 
-    assert [r.status_code for r in pages + posts] == [403, 403, 403, 403]
+    assert [r.status_code for r in pages + posts] == [403, 403, 403, 403, 403]
     assert _state() == before
 
 

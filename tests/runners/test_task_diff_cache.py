@@ -1,0 +1,100 @@
+"""runners.task_diff's cost and its cache (issue 25's benchmarks): the files' contents are diffed by
+one git process, a change seen before is read with the refs alone, and a branch or default branch
+that moved is never answered from the cache. Against a real git clone; git's calls are counted by
+wrapping the function that runs them (the real git still runs)."""
+
+import pytest
+
+from board.models import Task
+from runners import task_diff
+from tests.factories import TaskFactory
+from tests.runners.test_task_review_api import APP, commit, git
+from workspaces.worktrees.services import repository_register
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def clone(tmp_path):
+    folder = tmp_path / "code" / "app"
+    folder.mkdir(parents=True)
+    git(folder, "init", "-q", "-b", "main")
+    commit(folder, {"README.md": "# app\n", "src/app.py": APP}, "Initial commit")
+    return folder
+
+
+@pytest.fixture
+def task(clone):
+    repository, _ = repository_register(path=str(clone))
+    task = TaskFactory(title="Fix the app", repository=repository, status=Task.Status.REVIEW)
+    git(clone, "checkout", "-q", "-b", f"task-{task.pk}")
+    commit(clone, {"src/app.py": APP.replace("line 5\n", "line five\n"), "docs/new.md": "# new\n"}, "Run 1")
+    git(clone, "checkout", "-q", "main")
+    return task
+
+
+@pytest.fixture
+def git_calls(monkeypatch):
+    """The argument lists of every git process task_diff runs, in order."""
+    calls: list[tuple[str, ...]] = []
+    real = task_diff.git_output
+
+    def counting(folder, *args, **kwargs):
+        calls.append(args)
+        return real(folder, *args, **kwargs)
+
+    monkeypatch.setattr(task_diff, "git_output", counting)
+    return calls
+
+
+def _content_diffs(calls) -> list[tuple[str, ...]]:
+    """The calls that read and diff the files' contents (a patch or line counts), not the trees only."""
+    return [
+        args for args in calls if "diff" in args and ("--patch" in args or "--numstat" in args or "--raw" not in args)
+    ]
+
+
+def _lines(change: task_diff.TaskChange, path: str) -> list[str]:
+    [item] = [f for f in change.files if f.path == path]
+    return [line["text"] for hunk in item.hunks for line in hunk["lines"] if line["kind"] == "added"]
+
+
+def test_a_change_is_diffed_by_one_git_process_and_then_read_with_the_refs_alone(task, git_calls):
+    first = task_diff.task_change(task=task)
+
+    assert len(_content_diffs(git_calls)) == 1  # the counts and the patch together
+    assert {f.path: (f.additions, f.deletions) for f in first.files} == {"docs/new.md": (1, 0), "src/app.py": (1, 1)}
+    assert _lines(first, "src/app.py") == ["line five"]
+    git_calls.clear()
+
+    again = task_diff.task_change(task=task)
+    text = task_diff.task_change(task=task, parse=False).text
+
+    assert [args[0] for args in git_calls] == ["for-each-ref", "for-each-ref"]  # no merge-base, no diff
+    assert again.text == text == first.text and again.base_commit == first.base_commit
+    assert _lines(again, "src/app.py") == ["line five"]
+
+
+def test_a_new_commit_on_the_branch_is_never_answered_from_the_cache(clone, task):
+    before = task_diff.task_change(task=task)
+    git(clone, "checkout", "-q", f"task-{task.pk}")
+    commit(clone, {"src/app.py": APP.replace("line 5\n", "line five\n").replace("line 9\n", "line nine\n")}, "Run 2")
+
+    after = task_diff.task_change(task=task)
+
+    assert after.head_commit != before.head_commit
+    assert _lines(after, "src/app.py") == ["line five", "line nine"]
+    assert "+line nine" in task_diff.task_change(task=task, parse=False).text
+
+
+def test_a_default_branch_that_moved_on_gives_the_base_it_has_now(clone, task):
+    before = task_diff.task_change(task=task)
+    git(clone, "merge", "-q", "--no-ff", "-m", "Merge the docs", f"task-{task.pk}")  # main takes the change
+    git(clone, "checkout", "-q", f"task-{task.pk}")
+    commit(clone, {"docs/new.md": "# newer\n"}, "Run 2")
+
+    after = task_diff.task_change(task=task)
+
+    assert after.base_commit != before.base_commit  # the merge-base moved with main
+    assert [f.path for f in after.files] == ["docs/new.md"]  # what main already has is not the task's now
+    assert _lines(after, "docs/new.md") == ["# newer"]
