@@ -21,8 +21,8 @@ def _call(method: str, path: str, key: str, *, body=None, **path_parameters):
     return response
 
 
-@pytest.mark.usefixtures("in_process")
-def test_a_waiting_runs_answers_match_the_schema(waiting, orchestrator_client, runner_client):  # noqa: F811
+def test_a_waiting_runs_answers_match_the_schema(waiting, orchestrator_client, runner_client, in_process):  # noqa: F811
+    # in_process last: the test client's requests in ``waiting`` connect the handler's connection closing again.
     key = orchestrator_client.key
 
     read = _call("GET", "/api/v1/runs/{run_id}/", key, run_id=waiting.pk)
@@ -34,8 +34,7 @@ def test_a_waiting_runs_answers_match_the_schema(waiting, orchestrator_client, r
     assert handed.json()["runs"][0]["deferred"]["decision"] == "allow"
 
 
-@pytest.mark.usefixtures("in_process")
-def test_a_requeued_run_matches_the_schema(waiting, orchestrator_client):  # noqa: F811
+def test_a_requeued_run_matches_the_schema(waiting, orchestrator_client, in_process):  # noqa: F811
     Runner.objects.filter(name="build-1").update(status=Runner.Status.OFFLINE)
 
     requeued = _call("POST", "/api/v1/runs/{run_id}/requeue/", orchestrator_client.key, run_id=waiting.pk, body={})
