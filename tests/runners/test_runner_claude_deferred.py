@@ -142,7 +142,8 @@ def test_a_write_outside_allowed_tools_waits_without_a_process_then_runs_when_al
         assert run.waiting_for["tool_use_id"] == "toolu_fake_00" and run.waiting_for["runner"] == "cc-1"
         assert run.pid is None and not target.exists()
         assert AgentSession.objects.get(pk=run.session_id).status == "waiting_for_input"
-        assert f"run {run.pk} waiting for a person" in machine.output()
+        said = f"run {run.pk} waiting for a person"  # printed once the server took the report
+        wait_for(lambda: said in machine.output(), what="the runner to say so", machines=[machine])
 
         runner.kill9()  # the machine restarts while the run waits
         machine.start()
@@ -155,7 +156,9 @@ def test_a_write_outside_allowed_tools_waits_without_a_process_then_runs_when_al
         traffic = fake.describe()
 
     assert run.status == "succeeded", f"{run.error}\n{machine.output()}\n{traffic}"
-    assert run.attempt == 2 and run.answer["decision"] == "allow"
+    # 2; or 3 when the killed runner's long poll, still open on the server, took the hand-out: its restarted
+    # self does not know that assignment, reports it failed, and the run waits for it again (answered).
+    assert run.attempt in (2, 3) and run.answer["decision"] == "allow"
     assert target.read_text() == "# Notes\n"  # the tool ran, in the worktree, after the answer
     calls = ToolInvocation.objects.filter(session_id=run.session_id).order_by("id")
     assert [(c.client_id, c.tool_name, c.status) for c in calls] == [("toolu_fake_00", "Write", "success")]
