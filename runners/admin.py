@@ -1,7 +1,7 @@
 """Admin for runners and runs.
 
 A run's status moves only through runners/services.py, so runs are view-only here and the
-"Cancel selected runs" action (which calls ``run_cancel``) is the one thing a person does to them.
+"Cancel selected runs" action (which calls ``run_stop``) is the one thing a person does to them.
 """
 
 from django.contrib import admin, messages
@@ -9,8 +9,8 @@ from django.contrib import admin, messages
 from config.actors import Actor
 from config.api.errors import DomainError
 from runners.models import ReviewComment, Run, Runner, TaskReview
+from runners.run_waiting import run_stop
 from runners.selectors import runner_list
-from runners.services import run_cancel
 from sessions_app.admin import ReadOnlyAdmin, report_counts
 
 
@@ -72,7 +72,7 @@ class RunAdmin(ReadOnlyAdmin):
         done = ended = 0
         for run in queryset.order_by("pk"):
             try:
-                run_cancel(actor=actor, run=run)
+                run_stop(actor=actor, run=run)
             except DomainError as error:
                 ended += 1
                 self.message_user(request, f"Run {run.pk}: {error.message}", messages.WARNING)

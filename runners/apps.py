@@ -18,3 +18,7 @@ class RunnersConfig(AppConfig):
         from runners.session_reads import run_session_reads_register
 
         run_session_reads_register()
+        # A waiting run resumes when its session's question is answered (sessions_app's status hooks).
+        from runners.run_waiting import run_waiting_register
+
+        run_waiting_register()

@@ -18,7 +18,7 @@ from board.moves import MoveResult, task_move
 from config.actors import SYSTEM, Actor
 from config.api.errors import DomainError
 from runners.models import Run
-from runners.services import run_cancel
+from runners.run_waiting import run_stop
 
 
 @transaction.atomic
@@ -26,8 +26,8 @@ def task_move_stopping_runs(
     *, actor: Actor, task_id: int, status: str, before_id: int | None = None, after_id: int | None = None
 ) -> MoveResult:
     """``board.moves.task_move``; when the card leaves In progress, its active run (if any) is asked
-    to stop too (a queued one is cancelled at once; a held one gets ``cancel_requested_at`` and its
-    runner stops the agent). The task stays where the person put it."""
+    to stop too (a queued or waiting one is cancelled at once; a held one gets ``cancel_requested_at``
+    and its runner stops the agent). The task stays where the person put it."""
     result = task_move(actor=actor, task_id=task_id, status=status, before_id=before_id, after_id=after_id)
     if result.previous_status == Task.Status.IN_PROGRESS and status != Task.Status.IN_PROGRESS:
         _run_stop(task_id=task_id)
@@ -41,7 +41,7 @@ def _run_stop(*, task_id: int) -> None:
     try:
         # As Switchyard: anyone allowed on the board may move a card (board groups, not only staff),
         # and the move is the person's decision, recorded as theirs by task_move's task.moved event.
-        run_cancel(actor=SYSTEM, run=run)
+        run_stop(actor=SYSTEM, run=run)
     except DomainError as error:
         if error.code != "conflict":  # ended between our look and its lock: nothing left to stop
             raise

@@ -8,6 +8,9 @@ is taken under its row lock (on PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``
 racing for the queue pass over each other's rows instead of queueing on them; on SQLite the
 IMMEDIATE transaction serialises the writers) and moved queued -> assigned only if it is still
 queued. The runner's own row is locked first, so two polls of one runner cannot both fill the same free slot.
+
+First come its waiting runs that a person has answered (runners/run_waiting.py): they go back to the
+runner holding their worktree and agent session, and to no other, waiting -> assigned.
 """
 
 import time
@@ -66,15 +69,25 @@ def _matching_queued(runner: Runner, budget: RoomBudget):
     )
 
 
+def _answered_waiting(runner: Runner, budget: RoomBudget):
+    """Its waiting runs a person answered, of providers it has room for: they resume here."""
+    return Run.objects.filter(
+        runner=runner,
+        status=Run.Status.WAITING,
+        answered_at__isnull=False,
+        provider__in=[p for p in runner.providers if p and budget.has_room(p)],
+    )
+
+
 def runs_dispatch(*, actor: Actor, runner: Runner, room: dict[str, int] | None = None) -> list[Run]:
-    """Assign up to the runner's free capacity of matching queued runs to it, within ``room`` when
-    given (None: capacity alone); returns them."""
+    """Assign up to the runner's free capacity of its answered waiting runs, then of matching queued
+    runs, to it, within ``room`` when given (None: capacity alone); returns them."""
     if runner.status == Runner.Status.DRAINING or not runner.providers:
         return []
     budget = RoomBudget(room)
     # A look without a transaction first: most polls find nothing, and on SQLite every
     # transaction takes the write lock.
-    if not _matching_queued(runner, budget).exists():
+    if not _matching_queued(runner, budget).exists() and not _answered_waiting(runner, budget).exists():
         return []
     taken: list[Run] = []
     with transaction.atomic():
@@ -93,6 +106,24 @@ def runs_dispatch(*, actor: Actor, runner: Runner, room: dict[str, int] | None =
             seconds=min(settings.RUNNER_ASSIGN_ACK_SECONDS, settings.RUNNER_LEASE_SECONDS)
         )
         agents = {}
+        answered = _answered_waiting(runner, budget).order_by("answered_at", "id").values_list("id", "provider")
+        for run_id, provider in answered[:free]:
+            if not budget.fits(provider):
+                continue
+            run = (
+                Run.objects.select_for_update(skip_locked=True, of=("self",))
+                .filter(pk=run_id, status=Run.Status.WAITING)
+                .first()
+            )
+            if run is None:
+                continue
+            budget.take(run.provider)
+            # Its own agent still (it holds the task): attempt + 1 (services._run_move), a short lease.
+            taken.append(
+                run_transition(actor=actor, run=run, to=Run.Status.ASSIGNED, runner=runner, lease_expires_at=lease)
+            )
+        if len(taken) >= free:
+            return taken
         for run_id, provider, task_labels in candidates[:CANDIDATES]:
             if not task_runner_requirements(task_labels) <= labels or not budget.fits(provider):
                 continue

@@ -50,7 +50,8 @@ def runner_seen(*, runner: Runner, report: dict | None = None) -> Runner:
     )
     # The runner watches its agents' processes: while it holds their runs they are alive, even when
     # an agent is quiet (a shell command, a long think), so the reaper must not take their tasks back.
-    working = Run.objects.filter(runner=runner, status__in=STARTED, agent__isnull=False)
+    # A waiting run's too: its runner keeps its worktree and session for the answer.
+    working = Run.objects.filter(runner=runner, status__in=(*STARTED, Run.Status.WAITING), agent__isnull=False)
     for agent in Agent.objects.filter(pk__in=working.values("agent_id")).only("pk"):
         agent_alive(agent=agent, now=now, only_if_older=True)
     return runner

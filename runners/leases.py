@@ -2,7 +2,8 @@
 
 Beat calls ``runs_expire_leases`` every 15 s (runners/tasks.py, config/schedules.py). A run whose
 lease lapsed (no heartbeat or poll of its runner for RUNNER_LEASE_SECONDS):
-- assigned (never started): back to the queue, attempt + 1, for any runner, the card saying why;
+- assigned (never started): back to the queue, attempt + 1, for any runner, the card saying why (an
+  answered waiting run back to waiting, for its own runner's next poll: runners/run_waiting.py);
 - starting or running, once RUNNER_LEASE_MARGIN_SECONDS more have passed (the runner's watchdog has
   stopped the agent by the lease's end; the margin is for it to finish): lost (``run.lost``), its
   session failed (which gives the task back), its keys revoked, and with RUNNER_REQUEUE_LOST a new
@@ -69,6 +70,12 @@ def _expire_one(*, run_id: int, now: datetime, result: Expired) -> None:
     )
     if run is None:
         return  # renewed, ended or being expired by another pass meanwhile
+    if run.status == S.ASSIGNED and run.answered_at is not None and run.waiting_for:
+        # An answered waiting run handed to its runner, which never acknowledged it: it waits again
+        # (answered) for that runner's next poll; no other runner has its session.
+        run_transition(actor=SYSTEM, run=run, to=S.WAITING)
+        result.requeued.append(run.pk)
+        return
     if run.status == S.ASSIGNED:
         why = f"not started within {settings.RUNNER_ASSIGN_ACK_SECONDS} s"
         run_transition(actor=SYSTEM, run=run, to=S.QUEUED, error=run_unacknowledged_note(run=run, why=why))

@@ -66,6 +66,9 @@ class Run(TimeStampedModel):
         ASSIGNED = "assigned", "Assigned"  # handed to one runner under a lease; not started yet
         STARTING = "starting", "Starting"  # the runner prepares the workdir and spawns the agent
         RUNNING = "running", "Running"  # the agent process is alive
+        # The agent stopped at a tool call a person must answer (its hook deferred it) and exited: no
+        # process, no capacity taken; ``runner`` keeps its worktree and session until the answer resumes it.
+        WAITING = "waiting", "Waiting"
         SUCCEEDED = "succeeded", "Succeeded"  # final: the agent exited 0
         FAILED = "failed", "Failed"  # final: non-zero exit, timeout, or could not start
         CANCELLED = "cancelled", "Cancelled"  # final: a person asked it to stop
@@ -79,7 +82,7 @@ class Run(TimeStampedModel):
         # Asked to review the task's change: reads it and comments through the API; never commits.
         REVIEW = "review", "Review"
 
-    ACTIVE = frozenset({Status.QUEUED, Status.ASSIGNED, Status.STARTING, Status.RUNNING})
+    ACTIVE = frozenset({Status.QUEUED, Status.ASSIGNED, Status.STARTING, Status.RUNNING, Status.WAITING})
     TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.LOST})
 
     task = models.ForeignKey("board.Task", on_delete=models.CASCADE, related_name="runs")
@@ -119,6 +122,17 @@ class Run(TimeStampedModel):
     summary = models.JSONField(
         default=dict, blank=True, help_text="What the run produced: commits ahead, files changed, patch, artifacts."
     )
+    # A run that waits (or waited) for a person (runners/run_waiting.py): what it waits for, the answer.
+    waiting_for = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What a waiting run waits for: kind (permission, policy, budget), question, question_seq, "
+        "tool_use_id, tool_name, runner (the one holding its worktree).",
+    )
+    answer = models.JSONField(
+        default=dict, blank=True, help_text="The person's answer to it: decision (allow, deny), message, answered_by."
+    )
+    answered_at = models.DateTimeField(null=True, blank=True, help_text="When it was answered; it resumes then.")
     resumes = models.ForeignKey(
         "self",
         null=True,
@@ -134,11 +148,17 @@ class Run(TimeStampedModel):
             # The runners' long poll reads the queue oldest first.
             models.Index(fields=["created_at", "id"], name="run_queue", condition=Q(status="queued")),
             models.Index(fields=["runner", "status"], name="run_runner_status"),
+            # The long poll hands a runner its answered waiting runs first.
+            models.Index(
+                fields=["runner", "answered_at"],
+                name="run_answered_waiting",
+                condition=Q(status="waiting", answered_at__isnull=False),
+            ),
         ]
         constraints = [
             models.UniqueConstraint(
                 fields=["task"],
-                condition=Q(status__in=["queued", "assigned", "starting", "running"]),
+                condition=Q(status__in=["queued", "assigned", "starting", "running", "waiting"]),
                 name="run_one_active_per_task",
             ),
             models.CheckConstraint(
@@ -148,6 +168,7 @@ class Run(TimeStampedModel):
                         "assigned",
                         "starting",
                         "running",
+                        "waiting",
                         "succeeded",
                         "failed",
                         "cancelled",
@@ -162,9 +183,10 @@ class Run(TimeStampedModel):
                 condition=Q(status__in=["succeeded", "failed", "cancelled", "lost"]) | Q(ended_at__isnull=True),
                 name="run_ended_only_when_terminal",
             ),
-            # Handed out means held by someone: a run between assigned and running names its runner.
+            # Handed out means held by someone: a run between assigned and running names its runner; a
+            # waiting one names the runner that holds its worktree.
             models.CheckConstraint(
-                condition=~Q(status__in=["assigned", "starting", "running"]) | Q(runner__isnull=False),
+                condition=~Q(status__in=["assigned", "starting", "running", "waiting"]) | Q(runner__isnull=False),
                 name="run_active_has_runner",
             ),
         ]

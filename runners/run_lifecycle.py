@@ -10,6 +10,11 @@ session, the task's claim and the per-run key.
 - -> cancelled: the task stays where the person put it (given back to ready only if the run's agent
   still holds it in progress); the session is cancelled.
 - -> lost (runners/leases.py): the task is given back, the session fails.
+- -> waiting (issue 26 §2): the agent deferred a tool call to a person and exited. The run records
+  what it waits for (the session's Allow / Deny question: runners/waiting_questions.py) and, if a
+  person answered already, the answer; its keys are revoked (no agent is left to use them). The
+  task, its claim, the worktree and the session (waiting for input) stay the run's;
+  runners/run_waiting.py takes it on from there.
 Every end revokes the run's keys and ends its agent's claim on the run's worktree (a lost run's
 runner cannot give it back, and the attempt queued to resume it needs it). All of it happens in the
 transaction of the move, under the run's row lock; the ledger events and pushes those services queue
@@ -36,6 +41,7 @@ from config.api.errors import LEASE_LOST, DomainError
 from config.idempotency import IncomingItem, canonical_sha256
 from runners.identities import run_agent_get_or_create
 from runners.models import Run
+from runners.queue_wake import queue_wake
 from runners.services import (
     RUN_TRANSITIONS,
     run_may_drive,
@@ -43,6 +49,7 @@ from runners.services import (
     run_transition,
     run_unacknowledged_note,
 )
+from runners.waiting_questions import waiting_answer, waiting_for_describe, waiting_question
 from sessions_app.keys import api_key_cache_clear, api_key_create
 from sessions_app.models import AgentApiKey, AgentSession
 from sessions_app.services import ALLOWED_TRANSITIONS, milestone_record, session_open, session_transition
@@ -102,8 +109,8 @@ def _report(*, actor: Actor, run: Run, attempt: int, status: str, fields: dict) 
             code="conflict",
             extra={"code": LEASE_LOST, "run": locked.pk, "attempt": locked.attempt},
         )
-    if status == locked.status and status in Run.TERMINAL:
-        return Report(run=locked, changed=False)  # a retry of the report that ended it
+    if status == locked.status and status in (*Run.TERMINAL, S.WAITING):
+        return Report(run=locked, changed=False)  # a retry of the report that ended it (or parked it)
     cancel_asked = locked.cancel_requested_at is not None or actor.is_staff or actor.system
     if status == S.CANCELLED and not cancel_asked and status in RUN_TRANSITIONS[locked.status]:
         raise DomainError(
@@ -115,6 +122,10 @@ def _report(*, actor: Actor, run: Run, attempt: int, status: str, fields: dict) 
         return _start(actor=actor, run=locked, attempt=attempt, fields=fields)
     if status == S.FAILED and locked.status == S.ASSIGNED:
         return _unacknowledged(actor=actor, run=locked, attempt=attempt, fields=fields)
+    if status == S.WAITING:
+        return _wait(actor=actor, run=locked, attempt=attempt, fields=fields)
+    if "deferred" in fields:
+        raise DomainError("`deferred` goes with status waiting only.", extra={"errors": {"deferred": ["Unexpected."]}})
     moved = run_transition(actor=actor, run=locked, to=status, attempt=attempt, **fields)
     if status in Run.TERMINAL:
         run_end_effects(run=moved, actor=_agent_actor(moved))
@@ -165,6 +176,45 @@ def _start(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
     return Report(run=moved, changed=True, agent_key=key, resume=resume)
 
 
+def _wait(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Report:
+    """running -> waiting: its agent deferred the tool call ``fields["deferred"]`` names (its id and
+    tool) to a person and exited. Refused (409) when the session holds no Allow / Deny question:
+    nobody could ever answer it, so the runner reports how the run ended instead."""
+    fields = dict(fields)
+    deferred = fields.pop("deferred", None) or {}
+    if S.WAITING not in RUN_TRANSITIONS[run.status]:
+        raise DomainError(
+            f"Run {run.pk} cannot go from {run.status} to waiting.", code="conflict", extra={"status": run.status}
+        )
+    if run.cancel_requested_at is not None:
+        # A person asked it to stop while its agent deferred: it ends here, as the stop asked.
+        moved = run_transition(actor=actor, run=run, to=S.CANCELLED, attempt=attempt, **fields)
+        run_end_effects(run=moved, actor=_agent_actor(moved))
+        return Report(run=moved, changed=True)
+    question = waiting_question(session=run.session) if run.session_id is not None else None
+    if question is None:
+        raise DomainError(
+            f"Run {run.pk} cannot wait: its session has no Allow / Deny question for a person to answer; "
+            "report how it ended instead.",
+            code="conflict",
+            extra={"status": run.status},
+        )
+    waiting_for = waiting_for_describe(
+        question=question,
+        runner=run.runner.name,
+        tool_use_id=str(deferred.get("tool_use_id") or ""),
+        tool_name=str(deferred.get("tool_name") or ""),
+    )
+    # Answered already (between the hook's question and this report): it resumes at once.
+    answer = waiting_answer(session=run.session, question_seq=question.seq)
+    fields.update(waiting_for=waiting_for, answer=answer or {}, answered_at=timezone.now() if answer else None)
+    moved = run_transition(actor=actor, run=run, to=S.WAITING, attempt=attempt, **fields)
+    run_keys_revoke(run=moved)  # no agent is left to use them; the resume mints a new one
+    if answer:
+        transaction.on_commit(queue_wake)
+    return Report(run=moved, changed=True)
+
+
 def _session_metadata(run: Run) -> dict:
     metadata = {"run": run.pk, "runner": run.runner.name, "provider": run.provider}
     if run.kind != Run.Kind.WORK:
@@ -188,6 +238,9 @@ def _unacknowledged(*, actor: Actor, run: Run, attempt: int, fields: dict) -> Re
         return Report(run=moved, changed=True)
     why = f"its runner reported {reported.splitlines()[0][:150]!r}" if reported else "its runner reported it failed"
     note = run_unacknowledged_note(run=run, why=why)
+    if run.answered_at is not None and run.waiting_for:
+        # An answered waiting run: only its runner has its session, so it waits for that one again.
+        return Report(run=run_transition(actor=actor, run=run, to=S.WAITING, attempt=attempt, error=note), changed=True)
     return Report(run=run_transition(actor=actor, run=run, to=S.QUEUED, attempt=attempt, error=note), changed=True)
 
 
@@ -249,6 +302,19 @@ def run_end_effects(*, run: Run, actor: Actor) -> None:
         task_release(actor=actor, task=task)  # lost: for the run queued again to resume it
     if session is not None:
         _session_end(actor=actor, session=session, status=SESSION_END[run.status], reason=f"run {run.pk} {run.status}")
+    run_worktrees_free(actor=actor, run=run, task=task)
+    run_keys_revoke(run=run)
+
+
+def run_hand_back_effects(*, run: Run, actor: Actor, reason: str) -> None:
+    """A waiting run a person re-queues for any runner (its own is gone): what its agent held ends as
+    at a cancel (the task given back, the session cancelled, the worktree claims ended, the keys
+    revoked), so the next attempt starts afresh, with an agent, session and worktree of its runner."""
+    task = Task.objects.get(pk=run.task_id)
+    if task.status == Task.Status.IN_PROGRESS and run.agent_id is not None and task.assignee_id == run.agent_id:
+        task_release(actor=actor, task=task)
+    if run.session is not None:
+        _session_end(actor=actor, session=run.session, status=AgentSession.Status.CANCELLED, reason=reason)
     run_worktrees_free(actor=actor, run=run, task=task)
     run_keys_revoke(run=run)
 

@@ -8,9 +8,10 @@ from runners.models import Run, Runner
 
 
 def runner_list() -> QuerySet[Runner]:
-    """Runners with ``runs_now``: how many active runs each holds (one query for the page)."""
+    """Runners with ``runs_now``: how many active runs each holds (one query for the page); a run
+    waiting for a person holds no process and takes none of its capacity, so it is not counted."""
     return Runner.objects.select_related("agent").annotate(
-        runs_now=Count("runs", filter=Q(runs__status__in=Run.ACTIVE))
+        runs_now=Count("runs", filter=Q(runs__status__in=Run.ACTIVE - {Run.Status.WAITING}))
     )
 
 

@@ -28,11 +28,16 @@ S = Run.Status
 RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     S.QUEUED: frozenset({S.ASSIGNED, S.CANCELLED}),
     # Back to queued when the runner let its lease lapse before starting anything: the attempt is bumped.
-    S.ASSIGNED: frozenset({S.QUEUED, S.STARTING, S.FAILED, S.CANCELLED, S.LOST}),
+    # Back to waiting: an answered waiting run handed to its runner, which never acknowledged it.
+    S.ASSIGNED: frozenset({S.QUEUED, S.STARTING, S.FAILED, S.CANCELLED, S.LOST, S.WAITING}),
     # starting/running -> starting: the holder restarted after a crash and its agent was dead, so it
     # starts the agent again (resuming the session): a new attempt, fencing out what the dead one sent.
     S.STARTING: frozenset({S.STARTING, S.RUNNING, S.FAILED, S.CANCELLED, S.LOST}),
-    S.RUNNING: frozenset({S.STARTING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.LOST}),
+    # running -> waiting: its agent deferred a tool call to a person and exited (runners/run_waiting.py).
+    S.RUNNING: frozenset({S.STARTING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.LOST, S.WAITING}),
+    # Answered: handed to the runner holding its worktree (assigned), which resumes the session. Or a
+    # person re-queues it for any runner (a fresh worktree and session), or cancels it.
+    S.WAITING: frozenset({S.ASSIGNED, S.QUEUED, S.CANCELLED}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
     S.CANCELLED: frozenset(),
@@ -54,6 +59,9 @@ TRANSITION_FIELDS = frozenset(
         "error",
         "summary",
         "agent_session",
+        "waiting_for",
+        "answer",
+        "answered_at",
     }
 )
 
@@ -64,6 +72,7 @@ _EVENTS = {
     S.FAILED: "run.finished",
     S.CANCELLED: "run.cancelled",
     S.LOST: "run.lost",
+    S.WAITING: "run.waiting",
 }
 
 PROVIDER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
@@ -295,6 +304,7 @@ def _run_move(*, actor: Actor, run: Run, to: str, fields: dict) -> Run:
     now = timezone.now()
     changed = {"status", "updated_at", *fields}
     restarted = to == S.STARTING and run.status in (S.STARTING, S.RUNNING)
+    answered = to == S.ASSIGNED and run.status == S.WAITING
     for name, value in fields.items():
         setattr(run, name, value)
     run.status = to
@@ -306,10 +316,16 @@ def _run_move(*, actor: Actor, run: Run, to: str, fields: dict) -> Run:
         run.agent = None
         run.lease_expires_at = None
         changed |= {"attempt", "runner", "agent", "lease_expires_at"}
-    elif restarted:
-        # The same runner starts the agent again: a new attempt, so what the dead one sent is refused.
+    elif restarted or answered:
+        # The same runner starts the agent again (after a crash, or to resume a waiting run with its
+        # answer): a new attempt, so what the earlier one sent is refused.
         run.attempt += 1
         changed.add("attempt")
+    elif to == S.WAITING:
+        # No process: nothing to renew, nothing for the lease expiry to find.
+        run.lease_expires_at = None
+        run.pid = None
+        changed |= {"lease_expires_at", "pid"}
     elif to == S.RUNNING and run.started_at is None:
         run.started_at = now
         changed.add("started_at")
@@ -325,6 +341,8 @@ def _run_move(*, actor: Actor, run: Run, to: str, fields: dict) -> Run:
         _run_event("run.resumed", run, actor)
     elif to in _EVENTS:
         extra = {"exit_code": run.exit_code} if to in (S.SUCCEEDED, S.FAILED) else {}
+        if to == S.WAITING:
+            extra["waiting_for"] = run.waiting_for
         if to == S.SUCCEEDED and run.summary:
             extra["summary"] = run.summary  # what the run produced, for the ledger and webhooks
         _run_event(_EVENTS[to], run, actor, **extra)
@@ -338,7 +356,9 @@ def run_cancel(*, actor: Actor, run: Run) -> Run:
     if not actor.system:  # Switchyard itself cancels too (a card dragged out of In progress)
         require_run_starter(actor=actor, what="Cancelling runs")
     locked = Run.objects.select_for_update(of=("self",)).select_related("runner").get(pk=run.pk)
-    if locked.status == S.QUEUED:
+    if locked.status in (S.QUEUED, S.WAITING):
+        # No agent to stop: cancelled at once. A waiting run's task and session are its caller's to
+        # end (runners/run_waiting.py: run_stop).
         return _run_move(actor=actor, run=locked, to=S.CANCELLED, fields={})
     if locked.status in Run.TERMINAL:
         raise DomainError(
@@ -351,3 +371,25 @@ def run_cancel(*, actor: Actor, run: Run) -> Run:
         _run_event("run.cancel_requested", locked, actor)
         board_push_tasks(task_ids=[locked.task_id])
     return locked
+
+
+@transaction.atomic
+def run_waiting_requeue(*, actor: Actor, run: Run) -> Run:
+    """A person hands a waiting run to any runner (the one holding its worktree is gone): queued
+    again, attempt + 1, without its session, agent session or question, so it starts afresh
+    (runners/run_waiting.py ends what it held first). 409 unless it waits."""
+    require_run_starter(actor=actor, what="Re-queueing runs")
+    locked = Run.objects.select_for_update(of=("self",)).select_related("runner").get(pk=run.pk)
+    if locked.status != S.WAITING:
+        raise DomainError(
+            f"Run {locked.pk} is {locked.status}, not waiting: only a waiting run is re-queued.",
+            code="conflict",
+            extra={"status": locked.status},
+        )
+    held_by = locked.runner.name
+    fields = {"session": None, "agent_session": "", "waiting_for": {}, "answer": {}, "answered_at": None}
+    fields["error"] = f"Re-queued by {actor.label} while it waited on runner {held_by}: starts afresh."[:NOTE_MAX]
+    moved = _run_move(actor=actor, run=locked, to=S.QUEUED, fields=fields)
+    _run_event("run.queued", moved, actor, requeued_from=held_by)
+    transaction.on_commit(queue_wake)
+    return moved

@@ -16,8 +16,9 @@ from board.models import Task
 from board.services import task_create
 from config.actors import Actor
 from config.api.errors import DomainError
+from runners import run_waiting
 from runners.models import Run
-from runners.services import run_cancel, run_queue
+from runners.services import run_queue
 
 
 @dataclass
@@ -66,8 +67,8 @@ def task_create_and_run(*, actor: Actor, provider: str = "", **fields) -> tuple[
 
 
 def run_stop(*, actor: Actor, run: Run) -> Run:
-    """Stop from a page: ``run_cancel``, and the card shows "stopping" at once. A run already
-    handed out records no event until its runner reports it cancelled, so the card is pushed here."""
-    stopped = run_cancel(actor=actor, run=run)
+    """Stop from a page: run_waiting.run_stop (a queued or waiting run ends at once), and the card
+    shows "stopping" at once. A run already handed out records no event until its runner reports it cancelled, so the card is pushed here."""
+    stopped = run_waiting.run_stop(actor=actor, run=run)
     board_push_tasks(task_ids=[stopped.task_id])
     return stopped

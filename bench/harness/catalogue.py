@@ -107,6 +107,10 @@ CATALOGUE: dict[str, Spec] = {
     "runner.scale_rss": Spec("runner_bench.py", "runner RSS with 100 runs", "MB", DOWN, "python Popen-ing as many sleeps, RSS MB", Aim("<", 30, "MB")),
     "runner.log_throughput": Spec("runner_bench.py", "runner log shipping, 50 MiB", "MiB/s", UP, "cat of the same file into a file + fsync, MiB/s", ratio_at_least(0.5)),
     "runner.log_line_p95": Spec("runner_bench.py", "runner log: line written -> seen in the log API, p95", "ms", DOWN, "none: the API polled every 20 ms, part of the figure", Aim("<=", 1000, "ms")),
+    # issue 26 §2: a run that waits for a person holds no process
+    "runner.waiting_rss": Spec("runner_bench.py", "runner RSS with 100 runs waiting for a person", "MB", DOWN, "the same runner idle before they were queued, RSS MB", Aim("<", 30, "MB")),
+    "runner.waiting_cpu": Spec("runner_bench.py", "runner CPU with 100 runs waiting for a person", "% of a core", DOWN, "the same runner idle before they were queued, % of a core", None),
+    "runner.resume_p95": Spec("runner_bench.py", "runner: answer given -> deferred tool executed, p95", "ms", DOWN, "none: the agent's own start is part of it", Aim("<=", 2000, "ms")),
     # issue 25: ship
     "ship.merge_200_commits": Spec("merge_bench.py", "merge of a 200-commit branch (task_merge, in-process), median", "ms", DOWN, "git merge --no-ff of the same branch in the same checkout, median ms", Aim("<=", 1.2, on="ratio")),
     # issue 15: OTLP

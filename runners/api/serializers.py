@@ -27,6 +27,15 @@ class RunOutput(serializers.ModelSerializer):
     summary = serializers.DictField(
         read_only=True, help_text="What it produced: commits_ahead, files_changed, patch, artifacts ({} until it ends)."
     )
+    waiting_for = serializers.DictField(
+        read_only=True,
+        help_text="Status waiting: what it waits for: kind (permission, policy, budget), question, question_seq, "
+        "tool_use_id, tool_name, runner (the one holding its worktree); {} when it never waited.",
+    )
+    answer = serializers.DictField(
+        read_only=True,
+        help_text="The person's answer to what it waited for: decision, message, answered_by; {} until then.",
+    )
 
     class Meta:
         model = Run
@@ -54,9 +63,19 @@ class RunOutput(serializers.ModelSerializer):
             "cancel_requested_at",
             "log_path",
             "resumes",
+            "waiting_for",
+            "answer",
+            "answered_at",
             "created_at",
             "updated_at",
         ]
+
+
+class RunAnswerInput(StrictSerializer):
+    decision = serializers.ChoiceField(choices=["allow", "deny"], help_text="Allow the deferred tool call, or deny it.")
+    message = RedactedCharField(
+        required=False, default="", allow_blank=True, max_length=20_000, help_text="Told to the agent with it."
+    )
 
 
 class RunQueueInput(StrictSerializer):
@@ -345,6 +364,20 @@ class ResumesOutput(serializers.Serializer):
     )
 
 
+class DeferredOutput(serializers.Serializer):
+    tool_use_id = serializers.CharField(allow_blank=True, help_text="The tool call its agent deferred.")
+    tool_name = serializers.CharField(allow_blank=True)
+    kind = serializers.CharField(allow_blank=True, help_text="What was asked: permission, policy or budget.")
+    decision = serializers.ChoiceField(choices=["allow", "deny"], help_text="The person's answer.")
+    message = serializers.CharField(allow_blank=True, help_text="What the person said with it.")
+    answered_by = serializers.CharField(allow_blank=True)
+    agent_session = serializers.CharField(allow_blank=True, help_text="The provider's session to resume.")
+    workdir = serializers.CharField(allow_blank=True, help_text="Where it worked (on this runner).")
+    log_path = serializers.CharField(
+        allow_blank=True, help_text="Its job log under the runner's root: the resumed agent's output goes on there."
+    )
+
+
 class AssignmentOutput(serializers.Serializer):
     id = serializers.IntegerField()
     attempt = serializers.IntegerField()
@@ -357,6 +390,11 @@ class AssignmentOutput(serializers.Serializer):
     )
     task = AssignedTaskOutput()
     resumes = ResumesOutput(allow_null=True)
+    deferred = DeferredOutput(
+        allow_null=True,
+        help_text="A waiting run answered (issue 26 §2): resume `agent_session` and answer the deferred tool call's "
+        "PreToolUse with `decision`; null otherwise.",
+    )
 
 
 class NextOutput(serializers.Serializer):
@@ -398,9 +436,20 @@ class RunSummaryInput(StrictSerializer):
         return value
 
 
+class DeferredReport(StrictSerializer):
+    tool_use_id = serializers.RegexField(
+        r"^[A-Za-z0-9._:-]*$", max_length=200, help_text="The deferred call's id (Claude Code's tool_use id)."
+    )
+    tool_name = serializers.CharField(max_length=200, allow_blank=True, required=False, default="")
+
+
 class RunStatusInput(StrictSerializer):
     attempt = serializers.IntegerField(min_value=1, max_value=INT32_MAX, help_text="The attempt the runner holds.")
-    status = serializers.ChoiceField(choices=["starting", "running", "succeeded", "failed", "cancelled"])
+    status = serializers.ChoiceField(choices=["starting", "running", "waiting", "succeeded", "failed", "cancelled"])
+    deferred = DeferredReport(
+        required=False,
+        help_text="-> waiting: the tool call its agent deferred to a person (the result's deferred_tool_use).",
+    )
     pid = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT32_MAX)
     sandboxed = serializers.BooleanField(required=False, help_text="-> running: its agent runs in a sandbox.")
     exit_code = serializers.IntegerField(required=False, allow_null=True, min_value=-INT32_MAX - 1, max_value=INT32_MAX)

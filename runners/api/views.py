@@ -22,6 +22,7 @@ from runners.heartbeat import runner_heartbeat
 from runners.identities import runner_for_actor
 from runners.log_shipping import run_log_append
 from runners.run_lifecycle import run_report
+from runners.run_waiting import run_requeue_elsewhere, run_stop, run_waiting_answer
 from workspaces.api.worktree_serializers import WorktreeOutput
 from workspaces.files.uploads import read_chunks
 from workspaces.worktrees import selectors as worktree_selectors
@@ -69,14 +70,59 @@ class RunCancelView(APIView):
         request=None,
         responses={200: s.RunOutput, 409: OpenApiResponse(description="The run has already ended.")},
         summary="Stop a run (staff or an orchestrating agent)",
-        description="A queued run is cancelled at once; a run a runner holds gets `cancel_requested_at` "
+        description="A queued or waiting run is cancelled at once (a waiting one's task given back and its session "
+        "cancelled); a run a runner holds gets `cancel_requested_at` "
         "and ends `cancelled` when its runner has stopped the agent. Asking again changes nothing.",
     )
     def post(self, request, run_id: int):
         actor = actor_from_request(request)
         require_orchestrator(actor=actor, what="Cancelling runs")
         validate_input(StrictSerializer, request.data)
-        run = services.run_cancel(actor=actor, run=selectors.run_get(run_id=run_id))
+        run = run_stop(actor=actor, run=selectors.run_get(run_id=run_id))
+        return Response(s.RunOutput(selectors.run_get(run_id=run.pk)).data)
+
+
+class RunAnswerView(APIView):
+    @extend_schema(
+        request=s.RunAnswerInput,
+        responses={
+            200: s.RunOutput,
+            409: OpenApiResponse(
+                description="The run waits for no answer: it is not waiting, or was answered already (its state named)."
+            ),
+        },
+        summary="Answer what a waiting run waits for (staff or an orchestrating agent)",
+        description="The run's session's question (a permission, the tool policy's ask, an exceeded budget) gets "
+        "Allow or Deny, as on the session page or the card; the run then resumes on the runner holding its "
+        "worktree, the decision applied to the tool call its agent deferred.",
+    )
+    def post(self, request, run_id: int):
+        actor = actor_from_request(request)
+        require_orchestrator(actor=actor, what="Answering runs")
+        data = validate_input(s.RunAnswerInput, request.data)
+        run = run_waiting_answer(
+            actor=actor, run=selectors.run_get(run_id=run_id), decision=data["decision"], message=data["message"]
+        )
+        return Response(s.RunOutput(selectors.run_get(run_id=run.pk)).data)
+
+
+class RunRequeueView(APIView):
+    @extend_schema(
+        request=None,
+        responses={
+            200: s.RunOutput,
+            409: OpenApiResponse(description="The run is not waiting (its status is named)."),
+        },
+        summary="Re-queue a waiting run for any runner (staff or an orchestrating agent)",
+        description="A run waiting for a person whose runner (the one holding its worktree and agent session) is "
+        "gone, or not to be waited for: its task, session, worktree claim and key end as at a cancel, and it is "
+        "queued again for any runner, attempt + 1, to start afresh (a new session and worktree there).",
+    )
+    def post(self, request, run_id: int):
+        actor = actor_from_request(request)
+        require_orchestrator(actor=actor, what="Re-queueing runs")
+        validate_input(StrictSerializer, request.data)
+        run = run_requeue_elsewhere(actor=actor, run=selectors.run_get(run_id=run_id))
         return Response(s.RunOutput(selectors.run_get(run_id=run.pk)).data)
 
 
@@ -224,6 +270,24 @@ def _assignment(run) -> dict:
             # What a continue run resumes (the runner that has it on disk starts the provider's resume).
             "agent_session": selectors.run_agent_session_to_continue(run=run),
         },
+        "deferred": _deferred(run),
+    }
+
+
+def _deferred(run) -> dict | None:
+    """An answered waiting run handed back to its runner: what it resumes with (run_waiting.py)."""
+    if run.answered_at is None or not run.waiting_for:
+        return None
+    return {
+        "tool_use_id": str(run.waiting_for.get("tool_use_id") or ""),
+        "tool_name": str(run.waiting_for.get("tool_name") or ""),
+        "kind": str(run.waiting_for.get("kind") or ""),
+        "decision": run.answer.get("decision"),
+        "message": str(run.answer.get("message") or ""),
+        "answered_by": str(run.answer.get("answered_by") or ""),
+        "agent_session": run.agent_session,
+        "workdir": run.workdir,
+        "log_path": run.log_path,
     }
 
 
@@ -240,10 +304,11 @@ class RunStatusView(APIView):
                 "agent): the run is then ended, failed (cancelled if a stop was asked for), and `run_status` says so."
             ),
         },
-        summary="Report a run's status: starting, running, or how it ended (the holding runner's key)",
+        summary="Report a run's status: starting, running, waiting, or how it ended (the holding runner's key)",
         description="-> starting opens the run's session, claims its task for the run's agent and answers a "
         "per-run agent key (shown once) and the resume packet; from starting or running it is a restart "
-        "(attempt + 1). An end moves the task (succeeded: review; failed: failed) and the session, releases "
+        "(attempt + 1). -> waiting (with `deferred`): its agent deferred a tool call to a person and exited; the run "
+        "waits, holding no capacity, until the session's question is answered (409 when there is none). An end moves the task (succeeded: review; failed: failed) and the session, releases "
         "the claim and revokes the key. The same end reported again with the same attempt is 200.",
     )
     def post(self, request, run_id: int):
@@ -254,7 +319,17 @@ class RunStatusView(APIView):
         run = selectors.run_get(run_id=run_id)
         fields = {
             name: data[name]
-            for name in ("pid", "sandboxed", "exit_code", "workdir", "log_path", "error", "summary", "agent_session")
+            for name in (
+                "pid",
+                "sandboxed",
+                "exit_code",
+                "workdir",
+                "log_path",
+                "error",
+                "summary",
+                "agent_session",
+                "deferred",
+            )
             if name in data
         }
         report = run_report(actor=actor, run=run, attempt=data["attempt"], status=data["status"], **fields)

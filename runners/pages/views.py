@@ -14,6 +14,7 @@ from config.actors import Actor
 from config.api.errors import DomainError
 from config.pages import BOARD, ENGINEERING, page_for, user_may
 from runners import page_selectors
+from runners.models import Run
 from runners.selectors import run_get
 from runners.services import run_queue
 from runners.services_pages import run_stop
@@ -95,10 +96,25 @@ def _answer_refusal(box, *, session_id: str, question_seq: str) -> str:
     """Why an answer from the run box is not sent, or "": the box must still show a waiting session,
     the one the form was for, and the same question (a new one may ask something else)."""
     if box.waiting is None or box.waiting.pk != session_id:
-        return "The agent is not waiting for an answer any more: it was answered elsewhere or the session moved on."
+        return _parked_refusal(box) or (
+            "The agent is not waiting for an answer any more: it was answered elsewhere or the session moved on."
+        )
     asked = str(box.question.seq) if box.question is not None else ""
     if question_seq != asked:
         return "The agent asked another question meanwhile: read it, then send your answer again."
+    return ""
+
+
+def _parked_refusal(box) -> str:
+    """A run that waited for a person (runners/run_waiting.py) and was answered, or ended: its state."""
+    run = box.active or box.last
+    if run is None or not run.waiting_for:
+        return ""
+    if run.status == Run.Status.WAITING and run.answered_at is not None:
+        who = run.answer.get("answered_by") or "someone"
+        return f"Run {run.pk} is waiting, already answered ({run.answer.get('decision')} by {who}): it resumes."
+    if run.status in Run.TERMINAL:
+        return f"Run {run.pk} is {run.status}: there is no question to answer."
     return ""
 
 

@@ -112,7 +112,7 @@ def test_move_and_cancel_are_one_transaction(person, agent, runner):
     task, run = _working(agent, runner)
 
     with (
-        mock.patch.object(card_moves, "run_cancel", side_effect=DomainError("boom", code="invalid")),
+        mock.patch.object(card_moves, "run_stop", side_effect=DomainError("boom", code="invalid")),
         pytest.raises(DomainError),
     ):
         task_move_stopping_runs(actor=Actor(user=person), task_id=task.pk, status="ready")

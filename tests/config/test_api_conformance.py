@@ -101,6 +101,9 @@ ORCHESTRATE = {
     ("GET", "/api/v1/sync/issues/"),
     ("POST", "/api/v1/tasks/{task_id}/runs/"),
     ("POST", "/api/v1/runs/{run_id}/cancel/"),
+    # issue 26 §2: a waiting run answered or re-queued (the fuzzed run is queued: 409s).
+    ("POST", "/api/v1/runs/{run_id}/answer/"),
+    ("POST", "/api/v1/runs/{run_id}/requeue/"),
     # SPEC §10: the task's change, runs, comments and review read and written as an orchestrator does.
     ("GET", "/api/v1/tasks/{task_id}/diff/"),
     ("GET", "/api/v1/tasks/{task_id}/runs/"),

@@ -43,6 +43,7 @@ def make_run(person, runner):
         Run.Status.ASSIGNED: [Run.Status.ASSIGNED],
         Run.Status.STARTING: [Run.Status.ASSIGNED, Run.Status.STARTING],
         Run.Status.RUNNING: [Run.Status.ASSIGNED, Run.Status.STARTING, Run.Status.RUNNING],
+        Run.Status.WAITING: [Run.Status.ASSIGNED, Run.Status.STARTING, Run.Status.RUNNING, Run.Status.WAITING],
         Run.Status.SUCCEEDED: [Run.Status.ASSIGNED, Run.Status.STARTING, Run.Status.RUNNING, Run.Status.SUCCEEDED],
         Run.Status.FAILED: [Run.Status.ASSIGNED, Run.Status.FAILED],
         Run.Status.CANCELLED: [Run.Status.CANCELLED],

@@ -21,6 +21,7 @@ EVENT_OF = {
     S.FAILED: "run.finished",
     S.CANCELLED: "run.cancelled",
     S.LOST: "run.lost",
+    S.WAITING: "run.waiting",
 }
 
 
@@ -32,17 +33,21 @@ def test_the_machine_is_the_one_the_spec_describes():
     machine = RUN_TRANSITIONS
     assert machine == {
         S.QUEUED: {S.ASSIGNED, S.CANCELLED},
-        S.ASSIGNED: {S.QUEUED, S.STARTING, S.FAILED, S.CANCELLED, S.LOST},
+        # -> waiting: an answered waiting run its runner never acknowledged waits for it again
+        S.ASSIGNED: {S.QUEUED, S.STARTING, S.FAILED, S.CANCELLED, S.LOST, S.WAITING},
         # -> starting again: the holder restarted after a crash (attempt + 1, run.resumed)
         S.STARTING: {S.STARTING, S.RUNNING, S.FAILED, S.CANCELLED, S.LOST},
-        S.RUNNING: {S.STARTING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.LOST},
+        # -> waiting: its agent deferred a tool call to a person and exited (issue 26 §2)
+        S.RUNNING: {S.STARTING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.LOST, S.WAITING},
+        # answered: back to its runner (attempt + 1); re-queued for any runner; cancelled
+        S.WAITING: {S.ASSIGNED, S.QUEUED, S.CANCELLED},
         S.SUCCEEDED: set(),
         S.FAILED: set(),
         S.CANCELLED: set(),
         S.LOST: set(),
     }
-    assert len(LEGAL) == 17
-    assert len(ILLEGAL) == 64 - 17
+    assert len(LEGAL) == 22
+    assert len(ILLEGAL) == 81 - 22
 
 
 @pytest.mark.parametrize(("start", "to"), LEGAL, ids=lambda s: str(s))
@@ -60,11 +65,12 @@ def test_a_legal_move_is_taken_and_records_its_event(make_run, runner, runner_ac
     stored = Run.objects.get(pk=run.pk)
     assert moved.status == stored.status == to
     assert (stored.ended_at is not None) == (to in Run.TERMINAL)
-    assert (stored.started_at is not None) == (to == S.RUNNING or start == S.RUNNING)
+    assert (stored.started_at is not None) == (to == S.RUNNING or start in (S.RUNNING, S.WAITING))
     restart = start in (S.STARTING, S.RUNNING) and to == S.STARTING
+    answered = start == S.WAITING and to == S.ASSIGNED  # handed back to its runner: a new attempt
     if to == S.QUEUED:
         assert (stored.attempt, stored.runner_id, stored.lease_expires_at) == (run.attempt + 1, None, None)
-    elif restart:
+    elif restart or answered:
         assert (stored.attempt, stored.runner_id) == (run.attempt + 1, runner.pk)
     else:
         held = not (start == S.QUEUED and to == S.CANCELLED)  # cancelled before any runner had it

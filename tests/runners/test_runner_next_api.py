@@ -58,6 +58,7 @@ def test_a_queued_run_is_handed_out_at_once_as_an_assignment(runner_client, queu
                 },
                 "kind": "work",
                 "resumes": None,
+                "deferred": None,  # not a waiting run answered
             }
         ],
         "cancel": [],

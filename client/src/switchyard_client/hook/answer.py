@@ -35,6 +35,13 @@ The same wait serves two more questions (the timeout is the same variable):
   ``{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow" | "deny",
   "permissionDecisionReason": "..."}}``; nobody answered: ``SWITCHYARD_PERMISSION_DEFAULT``.
 
+This wait is for sessions started by hand: their Claude Code process waits with the hook, up to the
+timeout, and nothing could resume them for the person afterwards. In a run a runner started
+(SWITCHYARD_DEFER=1) the hook defers a PreToolUse that needs a person instead (defer.py): the agent
+exits, the question waits without a process, and the answer resumes the session however late; only a
+PermissionRequest that Claude Code asks there anyway (a rule defer.py does not read), or a
+subagent's question, waits here.
+
 Only the standard library is imported here (see wire.py).
 """
 

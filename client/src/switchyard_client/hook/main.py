@@ -10,7 +10,9 @@ README's "Claude Code hook events" table lists all of them. This module sends wh
 
 Inside a run started by `switchyard runner` (SWITCHYARD_RUN set) everything goes to the run's session
 (SWITCHYARD_SESSION) instead of one named after Claude Code's session id, and the session's status is
-left to the runner: SessionStart, Stop and SessionEnd become ``log`` events.
+left to the runner: SessionStart, Stop and SessionEnd become ``log`` events. There (SWITCHYARD_DEFER=1)
+a PreToolUse that needs a person is deferred instead of waited on (defer.py): the agent exits, and the
+answer resumes it.
 
 Only the standard library is imported here, and not all of it: no ``json``, ``socket`` or
 ``urllib`` (see wire.py and lean_json.py: the budget is tens of milliseconds).
@@ -22,7 +24,7 @@ import os
 import sys
 import time
 
-from switchyard_client.hook import wire
+from switchyard_client.hook import defer, wire
 from switchyard_client.hook.lean_json import dumps, loads
 from switchyard_client.hook.plan import SessionMemory, plan
 from switchyard_client.hook.spool import Record, Spool, SpoolBusy
@@ -112,8 +114,18 @@ def run(stdin: object = None, *, budget: float | None = None) -> int:
         memory = SessionMemory(str(payload.get("session_id") or ""))
         records = plan(payload, memory)
         memory.save()
+        deferring = defer.enabled() and payload.get("hook_event_name") == "PreToolUse" and not payload.get("agent_id")
+        answer = defer.decided(payload) if deferring else None
+        decision = defer.decided_output(answer) if answer is not None else None
+        call = next((r for r in records if r.get("await_verdict")), None)
+        if decision is not None:
+            # Recorded when it was deferred: sent again, the policy or the budget would ask again.
+            records = [r for r in records if r is not call]
         sender = Sender(url, key, deadline)
         left = _deliver(records, sender, Spool(), lock_until=started + budget * 0.6)
+        if decision is not None:
+            _decided(decision, call=call, sender=sender)
+            return 0
         asked = next((r for r in records if r.get("await_answer")), None)
         if asked is not None:
             _permission(asked, sent=not any(r is asked for r in left), sender=sender, started=started, memory=memory)
@@ -126,8 +138,12 @@ def run(stdin: object = None, *, budget: float | None = None) -> int:
             ),
             None,
         )
-        if isinstance(verdict, dict):
+        if isinstance(verdict, dict) and deferring and _defers(verdict):
+            defer.print_defer(str(verdict.get("question") or verdict.get("reason") or "a question"))
+        elif isinstance(verdict, dict):
             _policy(verdict, asked=next(r for r in records if id(r) in sender.answers), sender=sender, started=started)
+        elif deferring and call is not None and not any(r is call for r in left) and defer.would_ask(payload):
+            _ask_and_defer(payload, memory=memory, sender=sender)
     except Exception as exc:  # never break the agent: say it and go
         _say(f"{type(exc).__name__}: {exc}")
     return 0
@@ -184,6 +200,41 @@ def _permission(asked: Record, *, sent: bool, sender: Sender, started: float, me
         sender.problems.append("the question is spooled, not recorded: the default answer applies")
         output = hook_answer.elicitation_default_output() if elicitation else hook_answer.default_output(timeout)
     hook_answer.print_output(output)
+    for problem in sender.problems:
+        _say(problem)
+
+
+def _defers(verdict: dict) -> bool:
+    """A verdict a person answers (the policy's ask, an exceeded budget), with its question recorded."""
+    return (verdict.get("decision") == "ask" or bool(verdict.get("exceeded"))) and bool(verdict.get("request_id"))
+
+
+def _ask_and_defer(payload: dict, *, memory: SessionMemory, sender: Sender) -> None:
+    """Claude Code would ask permission for this call (defer.would_ask): record the question as a
+    PermissionRequest of this call would be, then defer. Not recorded (Switchyard unreachable): no
+    decision, so Claude Code asks its PermissionRequest hook, which waits as in a hand-started session."""
+    asked = plan({**payload, "hook_event_name": "PermissionRequest"}, memory)
+    memory.save()
+    sender.deadline = time.monotonic() + 3  # the budget went to recording the call
+    left = _deliver(asked, sender, Spool(), lock_until=time.monotonic() + 1)
+    if any(r.get("await_answer") for r in left):
+        _say("the permission question is spooled, not recorded: not deferred")
+        return
+    defer.print_defer(f"Allow {payload.get('tool_name') or 'a tool'}?")
+
+
+def _decided(decision: tuple[str, str], *, call: Record | None, sender: Sender) -> None:
+    """The resumed run's deferred call: the person's decision, as Claude Code's permissionDecision."""
+    from switchyard_client.hook import answer as hook_answer
+
+    verdict, reason = decision
+    hook_answer.print_output(hook_answer.pre_tool_output(verdict, reason))
+    if verdict == "deny" and call is not None:
+        # Claude Code sends no PostToolUse for a call its hook denied: the call ends here.
+        path = f"{call['path']}{wire.quote(str(call['body']['id']), safe='')}/"
+        finish = {"status": "failure", "error": reason}
+        sender.deadline = time.monotonic() + 3
+        sender.send_all([{"method": "PATCH", "path": path, "body": finish, "ok_statuses": [409]}])
     for problem in sender.problems:
         _say(problem)
 

@@ -3,6 +3,8 @@
 - fresh: the provider's ``command``, the run's prompt (with what an earlier attempt left, if any);
 - a restart of this run (the runner died, its agent too): ``resume_command`` on the run's own agent
   session;
+- a waiting run a person answered (deferral.py): ``resume_command`` on the session that deferred
+  the call;
 - a run of kind ``continue`` (SPEC §10, "request changes"): ``resume_command`` on the agent session
   of the run it continues (``resumes.agent_session``: Claude Code's ``--resume <id>``, Codex's
   ``exec resume <id>``) with the request as its prompt, when this runner ran that run (the session
@@ -22,6 +24,9 @@ from typing import Any
 from switchyard_client.runner.config import ProviderConfig
 from switchyard_client.runner.providers import resume_prompt, session_uuid, template_fields
 from switchyard_client.runner.state import RunState
+
+# What a resumed deferred session is told, if anything: see deferral.py.
+DEFERRED_PROMPT = ""
 
 
 @dataclass
@@ -49,6 +54,12 @@ def launch_plan(
 ) -> Launch:
     s, a = state, state.assignment
     prompt = str(a.get("prompt") or "")
+    parked = a.get("deferred")
+    if isinstance(parked, dict) and provider.resume_command and not restart:
+        # A person answered the call its agent deferred: the same session goes on from that call
+        # (the hook answers its PreToolUse with the decision: deferral.py).
+        session = str(parked.get("agent_session") or "") or own_agent_session(s, provider)
+        return Launch(resume=True, agent_session=session, prompt=DEFERRED_PROMPT)
     if restart and provider.resume_command:
         own = own_agent_session(s, provider)
         if own or not _resume_needs(provider):

@@ -44,6 +44,7 @@ class RunState:
     agent_error: str = ""
     agent_ran: bool = False  # an agent was started for this run once: a restart resumes it
     agent_session: str = ""  # the provider's own session id (launch.py): what a restart or a later run resumes
+    deferred: dict[str, str] = field(default_factory=dict)  # the tool call its agent deferred (deferral.py)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunState:

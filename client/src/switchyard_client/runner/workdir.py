@@ -1,6 +1,6 @@
 """Where a run's agent works: a worktree beside this runner's own clone of the task's repository; else
 one the server makes beside a clone it knows on this machine; else, for a run continuing one this
-runner ran, that run's folder; else the session's workspace, when it is on this machine; else a
+runner ran, that run's folder (for an answered waiting run, the folder it waited in); else the session's workspace, when it is on this machine; else a
 folder of the runner's own."""
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ def workdir_prepare(state: RunState, *, host: Host, agent: Client) -> None:
         s.workdir, s.worktree_id = tree["path"], int(tree["id"])
     elif _continued_here(state, host=host):
         s.workdir = str((state.assignment.get("resumes") or {})["workdir"])  # where the resumed session worked
+    elif _parked_here(state):
+        s.workdir = str(state.assignment["deferred"]["workdir"])  # where the answered session waited
     else:
         workspace = (agent.session_get(s.session).get("workspace") or {}).get("path")
         if workspace and os.path.isdir(workspace):
@@ -80,6 +82,14 @@ def _continued_here(state: RunState, *, host: Host) -> bool:
         and bool(folder)
         and os.path.isdir(folder)
     )
+
+
+def _parked_here(state: RunState) -> bool:
+    """An answered waiting run (deferral.py) of a task without a repository: its session is kept per
+    folder (Claude Code's), so it resumes in the folder it worked in, still on this runner's disk."""
+    parked = state.assignment.get("deferred")
+    folder = str(parked.get("workdir") or "") if isinstance(parked, dict) else ""
+    return bool(folder) and os.path.isdir(folder)
 
 
 def _git_base(workdir: str) -> str:

@@ -16,6 +16,7 @@ from switchyard_client.api.client import Client
 from switchyard_client.api.errors import ConnectionFailed, SwitchyardError
 from switchyard_client.api.retry import RetryPolicy
 from switchyard_client.runner.agent_env import agent_env
+from switchyard_client.runner.deferral import defer_env, deferred_tool_use, parked_log
 from switchyard_client.runner.host import Host
 from switchyard_client.runner.launch import launch_plan, own_agent_session
 from switchyard_client.runner.logship import (
@@ -199,6 +200,7 @@ class RunWorker:
         self.agent = self._agent_client(s.agent_key)
         if not s.workdir or not os.path.isdir(s.workdir):
             self._patiently(lambda: workdir_prepare(s, host=self.runner, agent=self.agent))
+        parked_log(s, root=self.runner.root, exit_folder=self.runner.store.folder)  # an answered waiting run
         if self.provider is None:
             raise RuntimeError(f"this runner has no provider {s.provider!r}")
         plan = launch_plan(
@@ -245,6 +247,7 @@ class RunWorker:
             hook_dir=hook_dir,
         )
         env["SWITCHYARD_RUN_KIND"] = str(a.get("kind") or "work")
+        env.update(defer_env(argv, provider=provider, assignment=a))  # a hook that needs a person defers
         if a.get("kind") == "review":
             env.update(review_git_env(self.runner.root, env))  # git refuses its commits and pushes
         # Raises SandboxUnavailable (the run fails with its reason) when a sandbox is required and cannot be made.
@@ -440,7 +443,12 @@ class RunWorker:
     def _decide(self) -> None:
         s = self.state
         if not s.outcome:
-            if s.exit_code == 0:
+            parked = (
+                deferred_tool_use(s.log_path) if s.exit_code == 0 and self.provider and self.provider.hooks else None
+            )
+            if parked is not None:
+                s.outcome, s.deferred = "waiting", parked  # its hook deferred a call to a person
+            elif s.exit_code == 0:
                 s.outcome = "succeeded"
             elif fired_path(lease_path(self.runner.store.folder, s.id)).exists():
                 s.outcome = "failed"
@@ -452,6 +460,8 @@ class RunWorker:
 
     def _finish(self) -> None:
         s = self.state
+        if s.outcome == "waiting" and self._park():
+            return
         self._ship(final=True)
         body: dict[str, Any] = {"attempt": s.attempt, "status": s.outcome, **self._agent_session_report()}
         if s.assignment.get("kind") == "review" and s.outcome in ("succeeded", "failed"):
@@ -499,6 +509,34 @@ class RunWorker:
         if summary:
             detail += f"; {summary['commits_ahead']} commit(s), {len(summary['files_changed'])} file(s) changed"
         self.say(f"{s.outcome} after {took:.1f} s ({detail})")
+
+    def _park(self) -> bool:
+        """Report the run waiting for a person (deferral.py): no process, its capacity free, the
+        worktree and the agent's session kept for the answer. False when the server refuses (no
+        question anyone could answer): the run then ends failed, saying why."""
+        s = self.state
+        self._ship(final=True)
+        # The agent's last exports first: waiting revokes the key they are sent with.
+        self.runner.relay.settle(s.id, stop=self.runner.stop)
+        body: dict[str, Any] = {"attempt": s.attempt, "status": "waiting", "deferred": s.deferred}
+        body.update(self._agent_session_report())
+        if s.exit_code is not None and s.exit_code >= 0:
+            body["exit_code"] = s.exit_code
+        tool = s.deferred.get("tool_name") or "a tool call"
+        try:
+            answer = self._status(body, until_done=True) or {}
+        except SwitchyardError as exc:
+            if exc.status != 409:
+                raise
+            s.outcome, s.error = "failed", f"its agent deferred {tool} to a person, but the run cannot wait: {exc}"
+            return False
+        self._forget()
+        took = time.time() - s.started_at if s.started_at else time.monotonic() - self.begun
+        if (answer.get("run") or {}).get("status") == "cancelled":  # a stop was asked for meanwhile
+            self.say(f"cancelled after {took:.1f} s ({tool} deferred, and a stop asked for)")
+        else:
+            self.say(f"waiting for a person after {took:.1f} s ({tool} deferred); no agent process, worktree kept")
+        return True
 
     def _agent_session_report(self) -> dict[str, str]:
         """The provider's session id for a status report, once known (a later run continues it)."""
