@@ -462,6 +462,8 @@ class RunnerBench(foundation.Bench):
         wb, wp = statistics.median(walls["tools"]), statistics.median(walls["tools-plain"])
         say(f"  tool-heavy run: sandboxed {wb:.2f} s, unsandboxed {wp:.2f} s (medians of 5): {wb / wp:.3f}x")
         self.details["sandbox"] = {"dispatch_ms": times, "tool_heavy_s": walls}
+        self.recorder.record("runner.sandbox_dispatch_added_p95", b95 - p95)
+        self.recorder.record("runner.sandbox_tool_heavy", wb, raw=wp)
         self.add_figure(
             name=f"sandbox: dispatch p95, {n} runs each, interleaved",
             unit="ms (p95)",

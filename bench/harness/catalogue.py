@@ -107,6 +107,9 @@ CATALOGUE: dict[str, Spec] = {
     "runner.scale_rss": Spec("runner_bench.py", "runner RSS with 100 runs", "MB", DOWN, "python Popen-ing as many sleeps, RSS MB", Aim("<", 30, "MB")),
     "runner.log_throughput": Spec("runner_bench.py", "runner log shipping, 50 MiB", "MiB/s", UP, "cat of the same file into a file + fsync, MiB/s", ratio_at_least(0.5)),
     "runner.log_line_p95": Spec("runner_bench.py", "runner log: line written -> seen in the log API, p95", "ms", DOWN, "none: the API polled every 20 ms, part of the figure", Aim("<=", 1000, "ms")),
+    # issue 26 §1: a sandbox per run
+    "runner.sandbox_dispatch_added_p95": Spec("runner_bench.py", "runner dispatch p95: what the sandbox adds (200 runs each, interleaved)", "ms", DOWN, "none: the figure is sandboxed p95 less the same runs' unsandboxed p95, measured beside them", Aim("<=", 50, "ms")),
+    "runner.sandbox_tool_heavy": Spec("runner_bench.py", "runner: a tool-heavy run's wall time, sandboxed, median of 5", "s", DOWN, "the same run unsandboxed, interleaved, median s", Aim("<=", 1.05, on="ratio")),
     # issue 26 §2: a run that waits for a person holds no process
     "runner.waiting_rss": Spec("runner_bench.py", "runner RSS with 100 runs waiting for a person", "MB", DOWN, "the same runner idle before they were queued, RSS MB", Aim("<", 30, "MB")),
     "runner.waiting_cpu": Spec("runner_bench.py", "runner CPU with 100 runs waiting for a person", "% of a core", DOWN, "the same runner idle before they were queued, % of a core", None),
