@@ -12,6 +12,7 @@ urlpatterns = [
     path("runners/tasks/<int64:task_id>/merge/resolve/", ship_views.task_merge_resolve_view, name="task_merge_resolve"),
     path("runners/tasks/<int64:task_id>/pull-request/", ship_views.task_pull_request_view, name="task_pull_request"),
     path("runners/runs/<int64:run_id>/stop/", views.run_stop_view, name="run_stop"),
+    path("runners/runs/<int64:run_id>/requeue/", views.run_requeue_view, name="run_requeue"),
     path("runners/sessions/<str:session_id>/run/", views.session_run, name="session_run"),
     path("tasks/<int64:task_id>/change/", change_views.task_change_view, name="task_change"),
     path("tasks/<int64:task_id>/change/lines/", change_views.task_change_lines, name="task_change_lines"),

@@ -15,6 +15,7 @@ from config.api.errors import DomainError
 from config.pages import BOARD, ENGINEERING, page_for, user_may
 from runners import page_selectors
 from runners.models import Run
+from runners.run_waiting import run_requeue_elsewhere
 from runners.selectors import run_get
 from runners.services import run_queue
 from runners.services_pages import run_stop
@@ -88,6 +89,24 @@ def run_stop_view(request, run_id: int):
     if on_session:
         context = {"run": page_selectors.session_run(session_id=run.session_id), "error": error}
         return render(request, "runners/_session_run.html", {**context, "may_run": _may_run(request)})
+    box = page_selectors.task_run_box(task=run.task, error=error)
+    return render(request, "runners/_task_run.html", _box_context(request, box))
+
+
+@require_POST
+@page_for(BOARD)
+def run_requeue_view(request, run_id: int):
+    """Re-queue a waiting run for any runner, from its task's box: the one holding its worktree is gone,
+    or the person would rather not wait for it (a fresh start, attempt + 1)."""
+    run = _or_404(run_get, run_id=run_id)
+    error = ""
+    try:
+        run_requeue_elsewhere(actor=Actor(user=request.user), run=run)
+    except DomainError as exc:
+        error = exc.message
+    if not request.htmx:
+        (messages.error if error else messages.success)(request, error or "Run re-queued for any runner.")
+        return redirect("board:task", task_id=run.task_id)
     box = page_selectors.task_run_box(task=run.task, error=error)
     return render(request, "runners/_task_run.html", _box_context(request, box))
 

@@ -291,3 +291,40 @@ def test_only_a_waiting_run_is_requeued(runner_client, queue_run, orchestrator_c
     assert response.status_code == 409
     assert response.json()["message"] == f"Run {run.pk} is starting, not waiting: only a waiting run is re-queued."
     assert world_state() == before
+
+
+def test_a_person_requeues_it_from_the_card_and_the_box_says_it_is_queued(waiting, client):
+    Runner.objects.filter(name="build-1").update(status=Runner.Status.OFFLINE)
+    client.force_login(user_in(PRODUCT_OWNERS, username="olga"))
+    box = client.get(f"/runners/tasks/{waiting.task_id}/run/", HTTP_HX_REQUEST="true").content.decode()
+    assert f'action="/runners/runs/{waiting.pk}/requeue/"' in box and "Re-queue on any runner" in box
+
+    response = client.post(f"/runners/runs/{waiting.pk}/requeue/", HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 200
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.attempt, waiting.runner_id) == (S.QUEUED, 2, None)
+    html = response.content.decode()
+    assert "Waiting for a runner that offers" in html and "Re-queue on any runner" not in html
+
+
+def test_the_cards_requeue_is_refused_in_the_box_when_the_run_does_not_wait(runner_client, queue_run, client):
+    run = queue_run(provider="claude")
+    take_and_start(runner_client, run)
+    client.force_login(user_in(PRODUCT_OWNERS, username="olga"))
+    before = world_state()
+
+    response = client.post(f"/runners/runs/{run.pk}/requeue/", HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 200
+    assert f"Run {run.pk} is starting, not waiting: only a waiting run is re-queued." in response.content.decode()
+    assert world_state() == before
+
+
+def test_people_outside_the_board_may_not_requeue_from_the_card(waiting, client):
+    before = world_state()
+    client.force_login(UserFactory(username="visitor"))
+    assert client.post(f"/runners/runs/{waiting.pk}/requeue/", HTTP_HX_REQUEST="true").status_code == 403
+    client.logout()
+    assert client.post(f"/runners/runs/{waiting.pk}/requeue/").status_code == 302  # to the login page
+    assert world_state() == before
