@@ -347,6 +347,8 @@ SPECTACULAR_SETTINGS = {
         # SessionWorkspaceOutput (the same JSON): one enum each, under their long-standing names.
         "WorkspaceOutputKindEnum": "workspaces.models.Workspace.Kind",
         "WorkspaceOutputStatusEnum": "workspaces.models.Workspace.Status",
+        # A waiting run's answer (runners/api/serializers.py: RunAnswerInput, DeferredOutput).
+        "AnswerDecisionEnum": ["allow", "deny"],
     },
 }
 
