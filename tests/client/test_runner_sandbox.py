@@ -231,3 +231,58 @@ def test_a_program_folder_that_holds_a_hidden_one_is_not_shown_whole(tmp_path):
     )
     assert plan.hidden == [str(project / "var")]
     assert plan.readable == [str(project / "client" / "src")]
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=True)
+    return done.stdout
+
+
+@needs_bwrap
+def test_in_bwrap_the_agent_commits_but_cannot_write_git_config_or_hooks_even_after_a_git_outside_rewrote_config(
+    tmp_path,
+):
+    """`git config` outside (the runner's, an unsandboxed run's) renames a new config file into place:
+    a read-only mount of the config file itself came loose then, and the agent wrote a merge driver
+    that the server's merge would run. The git folder is the mount, so it holds whatever git does outside."""
+    code = tmp_path / "code"
+    clone, worktree = code / "shop", code / "task-1"
+    clone.mkdir(parents=True)
+    _git(clone, "init", "-q", "-b", "main")
+    _git(clone, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "start")
+    _git(clone, "worktree", "add", "-q", "-b", "task-1", str(worktree))
+    plan = plan_for(
+        workdir=str(worktree),
+        home=str(tmp_path / "person"),
+        private_home=str(tmp_path / "private-home"),
+        hide=[str(code)],
+        programs=[],
+        writable=[],
+        git_dir=str(clone / ".git"),
+    )
+    os.makedirs(plan.private_home)
+    script = (
+        "touch ready; while [ ! -e go ]; do sleep 0.05; done; "
+        "git config merge.evil.driver 'touch pwned' 2>/dev/null && echo WROTE-CONFIG; "
+        'echo "touch pwned" > "$(git rev-parse --git-common-dir)/hooks/post-merge" 2>/dev/null && echo WROTE-HOOK; '
+        "echo mine > mine.txt && git add mine.txt && "
+        "git -c user.name=agent -c user.email=a@x commit -qm mine && echo COMMITTED"
+    )
+    agent = subprocess.Popen(bwrap_argv(plan, ["sh", "-c", script]), stdout=subprocess.PIPE, text=True)
+    try:
+        # when a git outside the sandbox rewrites the config while the agent runs
+        deadline = time.monotonic() + 20
+        while not (worktree / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _git(clone, "config", "user.name", "the runner")
+        (worktree / "go").write_text("")
+        out, _ = agent.communicate(timeout=30)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+
+    assert (worktree / "ready").exists()
+    assert out.split() == ["COMMITTED"]
+    assert "evil" not in (clone / ".git" / "config").read_text()
+    assert not (clone / ".git" / "hooks" / "post-merge").exists()
+    assert _git(clone, "log", "-1", "--format=%s", "task-1").strip() == "mine"

@@ -12,9 +12,13 @@ What the agent gets, in the order bwrap applies it (a later mount lies over an e
    names (settings, credentials) and nothing else of the runner's home;
 4. read-only again: the programs it runs where a hidden folder held them (the PATH's folders, the
    program's own folder, this Python's installation), and the repository's shared ``sync`` folder;
-5. writable: its worktree, the repository's git metadata (to commit), and its hook state folder;
-6. read-only again inside them: the repository's git ``config`` and ``hooks`` (a merge driver, a filter
-   or a hook written there would run outside the sandbox, in the server's merge or a person's git).
+5. writable: its worktree and its hook state folder;
+6. the repository's git folder read-only, and writable again only the folders a commit writes in
+   (``objects``, ``refs``, ``logs``, ``worktrees``...; never ``hooks``, ``info`` or ``modules``): a merge
+   driver, a filter or a hook written to its ``config`` or ``hooks`` would run outside the sandbox, in the
+   server's merge or a person's git. The folder, not the ``config`` file, is the mount: a file bound over
+   ``config`` comes loose as soon as any git outside (the runner's, another run's) renames a new
+   ``config`` into place, as every ``git config`` does, and the agent could write it from then on.
 The network is kept: agents need their model and Switchyard.
 """
 
@@ -49,10 +53,25 @@ class SandboxPlan:
     hidden: list[str] = field(default_factory=list)
     readable: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)
-    # Inside a writable folder, bound read-only over it: the repository's git config and hooks, which
-    # run commands outside the sandbox (a merge driver or smudge filter in the server's merge, a hook
-    # in the person's own git) if an agent could write them.
-    protected: list[str] = field(default_factory=list)
+    # The repository's git folder, bound read-only after the writable ones (it may lie inside the
+    # workdir), and then its subfolders a commit writes in, bound read-write again (step 6 above).
+    git_dir: str | None = None
+    git_writable: list[str] = field(default_factory=list)
+
+
+# What a commit, a branch or a fetch in a worktree never needs to write, and which would run code
+# outside the sandbox if it could: hooks; info/attributes (naming filter and merge drivers); the
+# submodules' own git folders, each with its own config and hooks.
+_GIT_READ_ONLY = frozenset({"hooks", "info", "modules"})
+
+
+def git_writable_folders(git_dir: str) -> list[str]:
+    """The subfolders of a repository's git folder that its worktrees' commits write in."""
+    return sorted(
+        entry.path
+        for entry in os.scandir(git_dir)
+        if entry.is_dir(follow_symlinks=False) and entry.name not in _GIT_READ_ONLY
+    )
 
 
 @cache
@@ -112,7 +131,7 @@ def plan_for(
     programs: list[str],
     writable: list[str],
     readable: list[str] = (),
-    protected: list[str] = (),
+    git_dir: str | None = None,
 ) -> SandboxPlan:
     """The run's plan: ``hide`` less the system's folders, the programs found under a hidden folder
     shown again read-only, and ``writable`` (the workdir first) bound last."""
@@ -139,7 +158,7 @@ def plan_for(
         real = _real(folder)
         if os.path.exists(real) and real not in writes:
             writes.append(real)
-    kept = [_real(p) for p in protected if os.path.lexists(p)]
+    git = _real(git_dir) if git_dir and os.path.isdir(git_dir) else None
     return SandboxPlan(
         home=home,
         private_home=private_home,
@@ -147,7 +166,8 @@ def plan_for(
         hidden=hidden,
         readable=shown,
         writable=writes,
-        protected=[p for p in kept if any(_inside(p, w) for w in writes)],
+        git_dir=git,
+        git_writable=git_writable_folders(git) if git else [],
     )
 
 
@@ -162,8 +182,10 @@ def bwrap_argv(plan: SandboxPlan, argv: list[str], *, bwrap: str = "bwrap") -> l
         out += ["--ro-bind", path, path]
     for path in plan.writable:
         out += ["--bind", path, path]
-    for path in plan.protected:
-        out += ["--ro-bind", path, path]
+    if plan.git_dir:
+        out += ["--ro-bind", plan.git_dir, plan.git_dir]
+        for path in plan.git_writable:
+            out += ["--bind", path, path]
     # Last, once every mount point in them is made: a hidden folder's empty stand-in takes no writes
     # either (what lies below it, the worktree and the git folder, are mounts of their own and stay writable).
     for path in plan.hidden:

@@ -76,7 +76,7 @@ def sandboxed_argv(
         programs=program_folders(argv[0], env),
         # The shared sync folders, and the hooks that refuse a review run's commits (review_guard.py).
         readable=[*(os.path.join(parent, "sync") for parent in parents), str(config.root / "review-hooks")],
-        writable=[*([common] if common else []), str(hook_dir)],
-        protected=[os.path.join(common, name) for name in ("config", "hooks")] if common else [],
+        writable=[str(hook_dir)],
+        git_dir=common,
     )
     return bwrap_argv(plan, argv)
