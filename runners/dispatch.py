@@ -7,7 +7,9 @@ provider -> runs, runners/room.py), no more than that. No run is ever handed to 
 is taken under its row lock (on PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so runners
 racing for the queue pass over each other's rows instead of queueing on them; on SQLite the
 IMMEDIATE transaction serialises the writers) and moved queued -> assigned only if it is still
-queued. The runner's own row is locked first, so two polls of one runner cannot both fill the same free slot.
+queued. The runner's own row is locked first, so two polls of one runner cannot both fill the same free slot,
+and a poll of a runner process since restarted (its ``instance`` no longer the runner's) takes nothing: a
+killed runner's poll stays open on the server until it answers, and its answer would go nowhere.
 
 First come its waiting runs that a person has answered (runners/run_waiting.py): they go back to the
 runner holding their worktree and agent session, and to no other, waiting -> assigned.
@@ -79,9 +81,11 @@ def _answered_waiting(runner: Runner, budget: RoomBudget):
     )
 
 
-def runs_dispatch(*, actor: Actor, runner: Runner, room: dict[str, int] | None = None) -> list[Run]:
+def runs_dispatch(*, actor: Actor, runner: Runner, room: dict[str, int] | None = None, instance: str = "") -> list[Run]:
     """Assign up to the runner's free capacity of its answered waiting runs, then of matching queued
-    runs, to it, within ``room`` when given (None: capacity alone); returns them."""
+    runs, to it, within ``room`` when given (None: capacity alone); returns them. Nothing when
+    ``instance`` (the asking runner process) is no longer the runner's latest: that process was
+    restarted, and what this poll hands out would go nowhere."""
     if runner.status == Runner.Status.DRAINING or not runner.providers:
         return []
     budget = RoomBudget(room)
@@ -92,7 +96,7 @@ def runs_dispatch(*, actor: Actor, runner: Runner, room: dict[str, int] | None =
     taken: list[Run] = []
     with transaction.atomic():
         runner = Runner.objects.select_for_update().get(pk=runner.pk)
-        if runner.status == Runner.Status.DRAINING:
+        if runner.status == Runner.Status.DRAINING or (instance and runner.instance not in ("", instance)):
             return []
         free = runner.capacity - Run.objects.filter(runner=runner, status__in=HELD).count()
         if free <= 0:
@@ -164,10 +168,11 @@ def runner_next(*, actor: Actor, runner: Runner, wait: float, report: dict | Non
     deadline = time.monotonic() + max(0.0, min(wait, settings.RUNNER_POLL_MAX_SECONDS))
     report = report or {}
     room = report.get("room")
+    instance = report.get("instance", "")
     runner_seen(runner=runner, report=report)  # a poll is a heartbeat too
     while True:
         seen = queue_generation()  # read before the look: a run queued after it wakes the wait below
-        runs = runs_dispatch(actor=actor, runner=runner, room=room)
+        runs = runs_dispatch(actor=actor, runner=runner, room=room, instance=instance)
         cancel = runs_to_cancel(runner=runner)
         left = deadline - time.monotonic()
         if runs or cancel or left <= 0 or process_stopping():

@@ -17,7 +17,7 @@ STARTED = (Run.Status.STARTING, Run.Status.RUNNING)
 # Not "labels": a runner's labels are those its key was made with (create_runner_key --label, or a
 # person in the admin). What a heartbeat claims is ignored, so a runner cannot take a task that asks
 # for a label it was not given (``runner:gpu``) by saying it has it; the answer shows what it has.
-REPORTED_FIELDS = ("host", "providers", "capacity", "version", "room", "memory", "load")
+REPORTED_FIELDS = ("host", "providers", "capacity", "version", "instance", "room", "memory", "load")
 
 
 @dataclass

@@ -28,6 +28,9 @@ class Runner(TimeStampedModel):
     providers = models.JSONField(default=list, blank=True, help_text='Provider names it offers, e.g. ["claude"].')
     capacity = models.PositiveIntegerField(default=1, help_text="How many runs it may hold at once.")
     version = models.CharField(max_length=64, blank=True)
+    # The runner process that spoke last (a new one each start): a long poll of a process since
+    # restarted, still open on the server, hands out nothing (runners/dispatch.py).
+    instance = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OFFLINE)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     # What its machine has room for (runners/room.py), as its last heartbeat or ask for work said.

@@ -228,7 +228,7 @@ class RunnerNextView(APIView):
         actor = actor_from_request(request)
         runner = runner_for_actor(actor=actor)
         data = validate_input(s.NextInput, request.data)
-        report = {"room": data["room"]} if "room" in data else {}
+        report = {name: data[name] for name in ("room", "instance") if name in data}
         found = runner_next(actor=actor, runner=runner, wait=data["wait"], report=report)
         return Response({"runs": [_assignment(run) for run in found.runs], "cancel": found.cancel})
 

@@ -14,6 +14,7 @@ from runners.services import run_cancel, run_queue, runner_key_create
 from sessions_app.models import Agent
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.runner_clients import client_with_key, next_runs, world_state
+from tests.worker import wait_for
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/runners/me/next/"
@@ -209,6 +210,33 @@ def test_a_draining_runner_takes_nothing(runner_client, queue_run):
     assert Run.objects.get(pk=run.pk).status == "queued"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_poll_of_a_runner_process_since_restarted_hands_out_nothing(runner_client, queue_run):
+    """A killed runner's long poll stays open on the server until it answers, into a closed connection:
+    once the restarted process (another instance) has spoken, that poll takes no run."""
+    answers = []
+
+    def first_process_polls():
+        try:
+            answers.append(runner_client.post(URL, {"wait": 3, "instance": "first-process"}, format="json"))
+        finally:
+            connection.close()  # this thread's own connection
+
+    poller = threading.Thread(target=first_process_polls)
+    poller.start()
+    wait_for(lambda: Runner.objects.filter(instance="first-process").exists(), message="the poll to be open")
+    # when the runner restarts (killed; its poll still open) and a run is queued
+    runner_client.post("/api/v1/runners/me/heartbeat/", {"instance": "after-restart"}, format="json")
+    run = queue_run()
+    poller.join(timeout=20)
+
+    # then the old poll answers empty, and the run waits for the runner that is there
+    assert answers[0].status_code == 200 and answers[0].json() == {"runs": [], "cancel": []}
+    assert Run.objects.get(pk=run.pk).status == "queued"
+    fresh = runner_client.post(URL, {"wait": 0, "instance": "after-restart"}, format="json")
+    assert [r["id"] for r in fresh.json()["runs"]] == [run.pk]
+
+
 def test_a_resumed_run_says_which_run_and_session_it_resumes(runner_client, queue_run):
     from config.actors import SYSTEM
     from runners.services import run_requeue_lost
@@ -243,7 +271,9 @@ def test_another_runner_never_gets_a_run_already_handed_out(runner_client, other
     assert Run.objects.get(pk=run.pk).runner_id == runner_client.runner.pk
 
 
-@pytest.mark.parametrize("body", [{"wait": 31}, {"wait": -1}, {"wait": "soon"}, {"wait": 5, "extra": 1}, []])
+@pytest.mark.parametrize(
+    "body", [{"wait": 31}, {"wait": -1}, {"wait": "soon"}, {"wait": 5, "extra": 1}, {"instance": "x" * 65}, []]
+)
 def test_a_bad_body_is_400_json_and_hands_out_nothing(runner_client, queue_run, body):
     queue_run()
     before = world_state()

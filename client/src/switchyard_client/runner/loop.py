@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 import time
+import uuid
 from typing import Any, TextIO
 
 from switchyard_client import __version__
@@ -54,6 +55,8 @@ class Runner:
     ):
         self.config = config
         self.providers = providers
+        # This process, for the server: a long poll the last runner process left open hands out nothing.
+        self.instance = uuid.uuid4().hex
         self.console = Console(config.name, out)
         self.api = Client(config.url, config.key, timeout=20, retry=API_RETRY)
         self.poll_api = Client(config.url, config.key, timeout=POLL_WAIT + 15, retry=API_RETRY)
@@ -110,6 +113,7 @@ class Runner:
             "providers": sorted(self.providers),
             "capacity": self.config.capacity,
             "version": __version__,
+            "instance": self.instance,
             "draining": False,
             "runs": runs,
             "load": load_1m(),
@@ -339,7 +343,7 @@ class Runner:
 
     def poll_loop(self) -> None:
         while not self.stop.is_set():
-            body: dict[str, Any] = {"wait": POLL_WAIT}
+            body: dict[str, Any] = {"wait": POLL_WAIT, "instance": self.instance}
             room = self._room()
             if room is not None:
                 # The server hands out no more than this; while some provider lacks it, ask again soon.
