@@ -242,6 +242,7 @@ class MemoryReport(StrictSerializer):
         return attrs
 
 
+INSTANCE_PATTERN = r"^[A-Za-z0-9_.-]+$"
 INSTANCE_HELP = (
     "Names this runner process (a new value each start). A long poll that a process since restarted "
     "left open on the server hands out nothing once another instance has spoken: its answer would go nowhere."
@@ -267,7 +268,9 @@ class HeartbeatInput(StrictSerializer):
     )
     capacity = serializers.IntegerField(required=False, min_value=1, max_value=10_000)
     version = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    instance = serializers.CharField(required=False, max_length=64, help_text=INSTANCE_HELP)
+    instance = serializers.RegexField(
+        INSTANCE_PATTERN, required=False, max_length=64, trim_whitespace=False, help_text=INSTANCE_HELP
+    )
     draining = serializers.BooleanField(required=False, help_text="Finish the runs held; take no new ones.")
     runs = HeldRunReport(many=True, required=False, help_text="The runs the runner believes it holds.")
     room = RoomField(required=False, allow_null=True, help_text=ROOM_HELP)
@@ -338,7 +341,9 @@ class NextInput(StrictSerializer):
         required=False, default=25, min_value=0, max_value=30, help_text="Seconds to wait for work; 0 answers at once."
     )
     room = RoomField(required=False, allow_null=True, help_text=ROOM_HELP)
-    instance = serializers.CharField(required=False, max_length=64, help_text=INSTANCE_HELP)
+    instance = serializers.RegexField(
+        INSTANCE_PATTERN, required=False, max_length=64, trim_whitespace=False, help_text=INSTANCE_HELP
+    )
 
 
 class RepositoryBrief(serializers.Serializer):

@@ -29,7 +29,7 @@ from config.actors import Actor
 from config.pages import PRODUCT_OWNERS
 from ledger.models import ToolInvocation
 from runners.leases import runs_expire_leases
-from runners.models import Run
+from runners.models import Run, Runner
 from runners.services import run_queue
 from sessions_app.models import AgentSession
 from sessions_app.selectors import session_question
@@ -146,7 +146,11 @@ def test_a_write_outside_allowed_tools_waits_without_a_process_then_runs_when_al
         wait_for(lambda: said in machine.output(), what="the runner to say so", machines=[machine])
 
         runner.kill9()  # the machine restarts while the run waits
+        killed = Runner.objects.get(name="cc-1").instance
         machine.start()
+        # A person answers long after the restart: once the new runner process has spoken, the killed
+        # one's long poll (still open on the server) hands out nothing (runners/dispatch.py).
+        wait_for(lambda: Runner.objects.get(name="cc-1").instance != killed, what="the restarted runner to speak")
         ten_minutes_later()
         run.refresh_from_db()
         assert (run.status, run.attempt) == ("waiting", 1)
@@ -158,7 +162,7 @@ def test_a_write_outside_allowed_tools_waits_without_a_process_then_runs_when_al
     assert run.status == "succeeded", f"{run.error}\n{machine.output()}\n{traffic}"
     # 2: the killed runner's long poll, still open on the server, hands nothing out once its restarted
     # self has spoken (runners/dispatch.py: the runner's instance).
-    assert run.attempt == 2 and run.answer["decision"] == "allow"
+    assert (run.attempt, run.answer["decision"]) == (2, "allow"), machine.output()
     assert target.read_text() == "# Notes\n"  # the tool ran, in the worktree, after the answer
     calls = ToolInvocation.objects.filter(session_id=run.session_id).order_by("id")
     assert [(c.client_id, c.tool_name, c.status) for c in calls] == [("toolu_fake_00", "Write", "success")]
@@ -230,7 +234,7 @@ def test_a_budget_exceeded_mid_run_waits_and_goes_on_when_raised(person, machine
 
     assert run.status == "succeeded", f"{run.error}\n{machine.output()}"
     assert (tree / "two.txt").read_text() == "two\n"
-    assert run.attempt == 2 and run.answer["decision"] == "allow"
+    assert (run.attempt, run.answer["decision"]) == (2, "allow"), machine.output()
     calls = ToolInvocation.objects.filter(session_id=run.session_id).order_by("id")
     assert [(c.client_id, c.status) for c in calls] == [("toolu_fake_00", "success"), ("toolu_fake_01", "success")]
     assert os.path.realpath(run.workdir) == str(tree)
