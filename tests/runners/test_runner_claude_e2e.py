@@ -13,7 +13,6 @@ checks that the restarted runner resumes the conversation with `claude --resume 
 
 import os
 import signal
-import threading
 from pathlib import Path
 
 import pytest
@@ -30,34 +29,12 @@ from switchyard_client.runner.providers import session_uuid
 from tests.client.live import server_roots, sy_server  # noqa: F401
 from tests.factories import TaskFactory, UserFactory
 from tests.runners.claude_cli import claude_env, require_claude
-from tests.runners.fake_anthropic import FakeAnthropic, text, tool_results, tool_use
+from tests.runners.fake_anthropic import FakeAnthropic, text, tool_use
 from tests.runners.live_runner import GIT_ENV, Machine, run_in, wait_for
 from tests.workspaces.conftest import commit_file, git
 from workspaces.worktrees.services import repository_register
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
-
-
-class GatedFake(FakeAnthropic):
-    """The scripted API, holding the answer to the main request that carries ``hold_at`` tool results
-    of its own until the test sets ``go``; ``held`` is set once that request has arrived."""
-
-    def __init__(self, script, *, tag: str = "fake", hold_at: int | None = None):
-        super().__init__(script, tag=tag)
-        self.hold_at = hold_at
-        self.held = threading.Event()
-        self.go = threading.Event()
-
-    def reply_for(self, body: dict):
-        reply, main = super().reply_for(body)
-        if main and self.hold_at is not None and tool_results(body, self.prefix) == self.hold_at:
-            self.held.set()
-            self.go.wait(180)
-        return reply, main
-
-    def stop(self) -> None:
-        self.go.set()  # a held handler thread answers (into a closed socket) and ends
-        super().stop()
 
 
 @pytest.fixture
@@ -162,7 +139,7 @@ def test_claude_works_a_task_in_its_worktree_and_lands_it_in_review(person, mach
         tool_use("Write", {"file_path": str(tree / "draft.md"), "content": "# Draft\n"}),
         text("Done: notes committed, draft written."),
     ]
-    with GatedFake(script) as fake:
+    with FakeAnthropic(script) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])
@@ -222,7 +199,7 @@ def test_claude_works_a_task_in_its_worktree_and_lands_it_in_review(person, mach
 
 def test_a_killed_runner_and_claude_resume_the_conversation_as_attempt_two(person, machine, repository, sy_server):  # noqa: F811
     run = queue_claude(person, repository, "Write one.txt and commit it")
-    first = GatedFake(
+    first = FakeAnthropic(
         [tool_use("Bash", {"command": "echo one > one.txt", "description": "write one"}), text("One.")],
         hold_at=1,  # the answer after the tool's result: Claude Code waits on it, mid-run
     ).start()
@@ -243,7 +220,7 @@ def test_a_killed_runner_and_claude_resume_the_conversation_as_attempt_two(perso
     run.refresh_from_db()
     assert run.status == "running" and run.attempt == 1
 
-    second = GatedFake(
+    second = FakeAnthropic(
         [
             tool_use("Bash", {"command": "git add one.txt && git commit -qm 'one'", "description": "commit"}),
             text("Committed."),
@@ -321,7 +298,7 @@ def test_a_task_titled_as_an_option_reaches_claude_as_the_prompt(person, machine
     title = f'--mcp-config={{"mcpServers":{{"x":{{"command":"sh","args":["-c","touch {pwned}"]}}}}}}'
     task = TaskFactory(title=title, description="", repository=repository)
     run = run_queue(actor=person, task=task, provider="claude")
-    with GatedFake([text("Nothing to do.")]) as fake:
+    with FakeAnthropic([text("Nothing to do.")]) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])

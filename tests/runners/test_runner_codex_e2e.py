@@ -16,7 +16,6 @@ resume <thread id>` as attempt 2; a cancel while Codex waits on the model; a pro
 import json
 import os
 import signal
-import threading
 from pathlib import Path
 
 import pytest
@@ -38,7 +37,6 @@ from tests.runners.fake_openai_responses import (
     INPUT_TOKENS,
     OUTPUT_TOKENS,
     FakeResponses,
-    call_outputs,
     codex_config,
     input_texts,
     shell,
@@ -50,27 +48,6 @@ from usage.models import UsageRecord
 from workspaces.worktrees.services import repository_register
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
-
-
-class GatedFake(FakeResponses):
-    """The scripted API, holding its answer to the request that carries ``hold_at`` outputs of its
-    own calls until the test sets ``go``; ``held`` is set once that request has arrived."""
-
-    def __init__(self, script, *, tag: str = "fake", hold_at: int | None = None, fail=None):
-        super().__init__(script, tag=tag, fail=fail)
-        self.hold_at = hold_at
-        self.held = threading.Event()
-        self.go = threading.Event()
-
-    def reply_for(self, body: dict):
-        if self.hold_at is not None and call_outputs(body, self.prefix) == self.hold_at:
-            self.held.set()
-            self.go.wait(180)
-        return super().reply_for(body)
-
-    def stop(self) -> None:
-        self.go.set()  # a held handler thread answers (into a closed socket) and ends
-        super().stop()
 
 
 @pytest.fixture
@@ -191,7 +168,7 @@ def test_codex_runs_a_shell_call_in_its_worktree_commits_and_lands_it_in_review(
         shell("echo 'made by codex' > notes.txt && git add notes.txt && git commit -qm 'Add notes' && echo committed"),
         text("Done: notes committed."),
     ]
-    with GatedFake(script) as fake:
+    with FakeResponses(script) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])
@@ -266,7 +243,7 @@ def test_codex_runs_a_shell_call_in_its_worktree_commits_and_lands_it_in_review(
 
 def test_a_killed_runner_and_codex_resume_the_thread_as_attempt_two(person, machine, repository, sy_server):  # noqa: F811
     run = queue_codex(person, repository, "Write one.txt and commit it")
-    first = GatedFake(
+    first = FakeResponses(
         [shell("echo one > one.txt"), text("One.")],
         hold_at=1,  # the answer after the call's output: Codex waits on it, mid-turn
     ).start()
@@ -294,7 +271,7 @@ def test_a_killed_runner_and_codex_resume_the_thread_as_attempt_two(person, mach
     run.refresh_from_db()
     assert run.status == "running" and run.attempt == 1
 
-    second = GatedFake(
+    second = FakeResponses(
         [shell("git add one.txt && git commit -qm one"), text("Committed.")],
         tag="resumed",
         hold_at=0,  # hold the first answer, to look at the resumed process
@@ -343,7 +320,7 @@ def test_a_killed_runner_and_codex_resume_the_thread_as_attempt_two(person, mach
 
 def test_cancel_while_codex_waits_on_the_model_stops_it(person, machine, repository, sy_server):  # noqa: F811
     run = queue_codex(person, repository, "Think for a long time")
-    with GatedFake([text("Never said.")], hold_at=0) as fake:
+    with FakeResponses([text("Never said.")], hold_at=0) as fake:
         machine.point_at(fake)
         machine.start()
         assert fake.held.wait(180), f"Codex never asked the model\n{machine.output()}"
@@ -378,7 +355,7 @@ def test_an_api_error_ends_the_run_failed_with_the_clis_message(
     sy_server,  # noqa: F811
 ):
     run = queue_codex(person, repository, "Write the notes")
-    with GatedFake([text("Never said.")], fail=(status, answer)) as fake:
+    with FakeResponses([text("Never said.")], fail=(status, answer)) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])
@@ -398,7 +375,7 @@ def test_an_api_error_ends_the_run_failed_with_the_clis_message(
 def test_a_task_titled_as_an_option_reaches_codex_as_the_prompt(person, machine, repository, sy_server):  # noqa: F811
     title = "--help"  # read as an option, Codex would print its help and never ask the model
     run = queue_codex(person, repository, title, description="")
-    with GatedFake([text("Nothing to do.")]) as fake:
+    with FakeResponses([text("Nothing to do.")]) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])
