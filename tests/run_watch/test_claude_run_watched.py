@@ -8,9 +8,9 @@ from django.test import Client as PageClient
 
 from config.pages import PRODUCT_OWNERS
 from tests.page_users import user_in
-from tests.runners.fake_anthropic import text, tool_use
+from tests.runners.fake_anthropic import FakeAnthropic, text, tool_use
 from tests.runners.live_runner import run_in, wait_for
-from tests.runners.test_runner_claude_e2e import GatedFake, queue_claude
+from tests.runners.test_runner_claude_e2e import queue_claude
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
@@ -31,7 +31,7 @@ def test_an_owner_watches_a_real_claude_run_as_a_conversation(
         ),
         text("Done: **notes.txt** is written."),
     ]
-    with GatedFake(script, hold_at=1) as fake:  # the answer after the tool's result waits for the test
+    with FakeAnthropic(script, hold_at=1) as fake:  # the answer after the tool's result waits for the test
         machine.point_at(fake)
         machine.start()
         assert fake.held.wait(180), machine.output()

@@ -1,8 +1,9 @@
 """The real Claude Code CLI for tests: where it is, and an environment that keeps it to the test.
 
 `.ci/run` installs it pinned into ``.tools/claude-code`` (``npm install --prefix``); a developer may
-have it on PATH instead. Tests that need it call ``require_claude()``: it skips when the CLI is
-missing, unless ``REQUIRE_CLAUDE_CLI=1`` (set in CI), where a missing CLI fails the test.
+have it on PATH, or name it in ``$CLAUDE_CLI``. Tests that need it call ``require_claude()``: it skips
+when the CLI is missing, unless ``REQUIRE_CLAUDE_CLI=1`` (set in CI), where a missing CLI fails the
+test (pinned_cli.find_cli).
 """
 
 from __future__ import annotations
@@ -10,13 +11,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+from tests.runners.pinned_cli import cli_env, find_cli
 from tests.worker import ROOT
 
 CLAUDE_CODE_VERSION = "2.1.332"  # the version .ci/run installs; these tests were written against it
@@ -24,30 +23,15 @@ INSTALL_DIR = ROOT / ".tools" / "claude-code"
 HOOK_EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop")
 
 
-def claude_binary() -> Path | None:
-    """``$CLAUDE_CLI``, else the pinned install under .tools/, else ``claude`` on PATH."""
-    candidates = [
-        os.environ.get("CLAUDE_CLI"),
-        INSTALL_DIR / "node_modules" / ".bin" / "claude",
-        shutil.which("claude"),
-    ]
-    for candidate in candidates:
-        if candidate and os.access(candidate, os.X_OK) and Path(candidate).is_file():
-            return Path(candidate)
-    return None
-
-
 def require_claude() -> Path:
-    binary = claude_binary()
-    if binary is None:
-        message = (
-            f"the Claude Code CLI is not installed (npm install --prefix {INSTALL_DIR} "
-            f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}, as .ci/run does)"
-        )
-        if os.environ.get("REQUIRE_CLAUDE_CLI") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return binary
+    return find_cli(
+        "claude",
+        title="the Claude Code CLI",
+        package=f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}",
+        install_dir=INSTALL_DIR,
+        env_var="CLAUDE_CLI",
+        require_var="REQUIRE_CLAUDE_CLI",
+    )
 
 
 def claude_version(binary: Path) -> str:
@@ -65,12 +49,8 @@ def claude_env(*, home: Path, api_url: str, **extra: str) -> dict[str, str]:
     HOME is a folder of the test's, so it never reads (or writes) the machine's ~/.claude; everything
     it would send besides the conversation (telemetry, error reports, update checks, feedback surveys)
     is off. Nothing of the test process's environment is passed on but PATH."""
-    home.mkdir(parents=True, exist_ok=True)
-    env = {
-        **_base_env(),
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
+    return {
+        **cli_env(home=home, git_name="Claude Code (test)", git_email="claude@example.com"),
         "ANTHROPIC_BASE_URL": api_url,
         "ANTHROPIC_API_KEY": "test",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -80,16 +60,8 @@ def claude_env(*, home: Path, api_url: str, **extra: str) -> dict[str, str]:
         "DISABLE_BUG_COMMAND": "1",
         "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
         "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
-        # git as on a machine set up for it, but with nothing of this machine's settings (signing, hooks).
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": "Claude Code (test)",
-        "GIT_AUTHOR_EMAIL": "claude@example.com",
-        "GIT_COMMITTER_NAME": "Claude Code (test)",
-        "GIT_COMMITTER_EMAIL": "claude@example.com",
+        **extra,
     }
-    env.update(extra)
-    return env
 
 
 def hook_command() -> str:

@@ -21,16 +21,17 @@ whose first message (its prompt) contains ``marker``, with tool use ids ``toolu_
 marker's place in the dict), counted like the main script's; without it a subagent's requests are
 answered as side requests.
 
-Every request is kept in ``requests`` (method, path, JSON body) so a test can show what was asked.
+``hold_at=n`` holds the answer to the main request carrying ``n`` results until ``go`` is set (``held`` is
+set once it arrived). Every request is kept in ``requests`` (method, path, JSON body) so a test can show
+what was asked. The server, the script's cursor, the hold and the record are fake_model_api.py's,
+shared with the other stand-ins; this module is the Messages API's wire format.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+
+from tests.runners.fake_model_api import FakeModelAPI, ModelAPIHandler, Reply, Seen, text
 
 MODEL_FALLBACK = "claude-sonnet-4-5"
 SIDE_TEXT = "OK"
@@ -38,32 +39,9 @@ INPUT_TOKENS = 120
 OUTPUT_TOKENS = 30
 
 
-@dataclass(frozen=True)
-class Reply:
-    kind: str  # "tool_use" | "text"
-    text: str = ""
-    name: str = ""
-    input: dict = field(default_factory=dict)
-
-
 def tool_use(name: str, input: dict, *, text: str = "") -> Reply:
     """A reply that calls ``name`` with ``input`` (after a short text, if given)."""
-    return Reply("tool_use", text=text, name=name, input=input)
-
-
-def text(value: str) -> Reply:
-    return Reply("text", text=value)
-
-
-@dataclass
-class Seen:
-    method: str
-    path: str
-    body: Any
-
-    @property
-    def main(self) -> bool:
-        return isinstance(self.body, dict) and bool(self.body.get("_main"))
+    return Reply("tool_use", text=text, name=name, arguments=input)
 
 
 def tool_results(body: dict, prefix: str = "") -> int:
@@ -90,55 +68,66 @@ def _chunks(value: str, size: int) -> list[str]:
     return [value[i : i + size] for i in range(0, len(value), size)] or [""]
 
 
-class FakeAnthropic:
+class MessagesHandler(ModelAPIHandler):
+    """``POST /v1/messages`` (and its ``count_tokens``) as the API answers it; HEAD for connectivity checks."""
+
+    def id_header(self) -> dict[str, str]:
+        return {"request-id": f"req_fake_{self.fake.next_id():04d}"}
+
+    def do_HEAD(self) -> None:
+        self.fake.record(Seen("HEAD", self.path, None))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        fake = self.fake
+        body = self.read_body()
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/v1/messages/count_tokens"):
+            fake.record(Seen("POST", self.path, body))
+            self.send_json(200, {"input_tokens": INPUT_TOKENS})
+            return
+        if not path.endswith("/v1/messages") or not isinstance(body, dict):
+            fake.record(Seen("POST", self.path, body))
+            error = {"type": "not_found_error", "message": f"No route for POST {path} in the fake."}
+            self.send_json(404, {"type": "error", "error": error})
+            return
+        reply, main = fake.reply_for(body)
+        fake.record(Seen("POST", self.path, body, main=main))
+        message, blocks = fake.message(body, reply, tool_results(body, fake.prefix))
+        if not body.get("stream"):
+            self.send_json(200, message)
+            return
+        self.start_stream(self.id_header())
+        for name, data in fake.events(message, blocks):
+            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+
+
+class FakeAnthropic(FakeModelAPI):
     """``with FakeAnthropic([tool_use("Bash", {...}), text("Done.")]) as fake: ... fake.url``"""
 
-    def __init__(self, script: list[Reply], *, tag: str = "fake", subagents: dict[str, list[Reply]] | None = None):
-        self.script = list(script)
-        self.prefix = f"toolu_{tag}_"
+    handler = MessagesHandler
+
+    def __init__(
+        self,
+        script: list[Reply],
+        *,
+        tag: str = "fake",
+        subagents: dict[str, list[Reply]] | None = None,
+        hold_at: int | None = None,
+    ):
+        super().__init__(script, prefix=f"toolu_{tag}_", hold_at=hold_at)
         self.subagents = {
             marker: (f"toolu_{tag}sub{n}_", list(replies))
             for n, (marker, replies) in enumerate((subagents or {}).items())
         }
-        self.requests: list[Seen] = []
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
-        self._ids = 0
 
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakeAnthropic:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def main_requests(self) -> list[Seen]:
-        with self._lock:
-            return [seen for seen in self.requests if seen.main]
-
-    def describe(self) -> str:
-        """One line per request, for an assertion's message."""
-        with self._lock:
-            lines = []
-            for seen in self.requests:
-                model = seen.body.get("model") if isinstance(seen.body, dict) else None
-                tag = " main" if seen.main else ""
-                lines.append(f"{seen.method} {seen.path} model={model}{tag}")
-            return "\n".join(lines)
+    def describe_request(self, seen: Seen) -> str:
+        model = seen.body.get("model") if isinstance(seen.body, dict) else None
+        tag = " main" if seen.main else ""
+        return f"{seen.method} {seen.path} model={model}{tag}"
 
     # --- what to answer ---------------------------------------------------------------------------
     def _is_main(self, body: dict) -> bool:
@@ -160,10 +149,7 @@ class FakeAnthropic:
             return (script[index] if index < len(script) else text("(the subagent's script has ended)")), False
         if not self._is_main(body):
             return text(SIDE_TEXT), False
-        index = tool_results(body, self.prefix)
-        if index >= len(self.script):
-            return text("(the script has ended)"), True
-        return self.script[index], True
+        return self.entry(tool_results(body, self.prefix)), True
 
     def message(self, body: dict, reply: Reply, index: int) -> tuple[dict, list[dict]]:
         """The message as the API would return it whole, and its content blocks."""
@@ -175,9 +161,11 @@ class FakeAnthropic:
             prefix = subagent[0] if subagent is not None else self.prefix
             if subagent is not None:
                 index = tool_results(body, prefix)
-            blocks.append({"type": "tool_use", "id": f"{prefix}{index:02d}", "name": reply.name, "input": reply.input})
+            blocks.append(
+                {"type": "tool_use", "id": f"{prefix}{index:02d}", "name": reply.name, "input": reply.arguments}
+            )
         message = {
-            "id": f"msg_fake_{self._next_id():04d}",
+            "id": f"msg_fake_{self.next_id():04d}",
             "type": "message",
             "role": "assistant",
             "model": body.get("model") or MODEL_FALLBACK,
@@ -223,79 +211,3 @@ class FakeAnthropic:
         )
         events.append(("message_stop", {"type": "message_stop"}))
         return events
-
-    def _next_id(self) -> int:
-        with self._lock:
-            self._ids += 1
-            return self._ids
-
-    def _record(self, seen: Seen) -> None:
-        with self._lock:
-            self.requests.append(seen)
-
-    # --- HTTP -------------------------------------------------------------------------------------
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            # HTTP/1.0: each answer ends by closing the connection, so a stream needs no chunking.
-            protocol_version = "HTTP/1.0"
-
-            def log_message(self, format: str, *args: object) -> None:  # quiet: the test prints describe()
-                pass
-
-            def _json(self, status: int, body: object) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("request-id", f"req_fake_{fake._next_id():04d}")
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _body(self) -> Any:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    return json.loads(raw) if raw else None
-                except ValueError:
-                    return raw.decode("utf-8", "replace")
-
-            def do_HEAD(self) -> None:
-                fake._record(Seen("HEAD", self.path, None))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def do_GET(self) -> None:
-                fake._record(Seen("GET", self.path, None))
-                self._json(200, {})
-
-            def do_POST(self) -> None:
-                body = self._body()
-                path = self.path.split("?", 1)[0]
-                if path.endswith("/v1/messages/count_tokens"):
-                    fake._record(Seen("POST", self.path, body))
-                    self._json(200, {"input_tokens": INPUT_TOKENS})
-                    return
-                if not path.endswith("/v1/messages") or not isinstance(body, dict):
-                    fake._record(Seen("POST", self.path, body))
-                    error = {"type": "not_found_error", "message": f"No route for POST {path} in the fake."}
-                    self._json(404, {"type": "error", "error": error})
-                    return
-                reply, main = fake.reply_for(body)
-                fake._record(Seen("POST", self.path, {**body, "_main": main}))
-                message, blocks = fake.message(body, reply, tool_results(body, fake.prefix))
-                if not body.get("stream"):
-                    self._json(200, message)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("request-id", f"req_fake_{fake._next_id():04d}")
-                self.end_headers()
-                for name, data in fake.events(message, blocks):
-                    self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                    self.wfile.flush()
-
-        return Handler

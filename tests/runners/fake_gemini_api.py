@@ -20,17 +20,18 @@ next-speaker check or its model router's choice) gets a short answer shaped to t
 included: it is asked again and fails again); ``fail`` may also be a function of the request's body
 that says which error, or None to answer it. ``hold_at=n`` holds the answer to the main request
 carrying ``n`` results until ``go`` is set (``held`` is set once it arrived). Every request is kept
-in ``requests`` (method, path, JSON body) so a test can show what was asked.
+in ``requests`` (method, path, JSON body) so a test can show what was asked. The server, the script's
+cursor, the hold and the record are fake_model_api.py's, shared with the other stand-ins; this module
+is the Gemini API's wire format.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.runners.fake_model_api import FakeModelAPI, ModelAPIHandler, Reply, Seen, text
 
 PROMPT_TOKENS = 120
 CANDIDATE_TOKENS = 30
@@ -39,29 +40,9 @@ SIDE_TEXT = "OK"
 STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 429: "RESOURCE_EXHAUSTED"}
 
 
-@dataclass(frozen=True)
-class Reply:
-    kind: str  # "function_call" | "text"
-    text: str = ""
-    name: str = ""
-    args: dict = field(default_factory=dict)
-
-
 def function_call(name: str, args: dict, *, text: str = "") -> Reply:
     """A reply that calls ``name`` with ``args`` (after a short text, if given)."""
-    return Reply("function_call", text=text, name=name, args=args)
-
-
-def text(value: str) -> Reply:
-    return Reply("text", text=value)
-
-
-@dataclass
-class Seen:
-    method: str
-    path: str
-    body: Any
-    main: bool = False
+    return Reply("function_call", text=text, name=name, arguments=args)
 
 
 def function_responses(body: dict, prefix: str = "") -> int:
@@ -104,8 +85,47 @@ def filled(schema: Any) -> Any:
     return SIDE_TEXT
 
 
-class FakeGeminiAPI:
+class GenerateContentHandler(ModelAPIHandler):
+    """``POST /v1beta/models/<model>:<method>`` for the methods the CLI's SDK calls."""
+
+    def error(self, status: int, message: str) -> None:
+        name = STATUS_NAMES.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+        self.send_json(status, {"error": {"code": status, "message": message, "status": name}})
+
+    def do_POST(self) -> None:
+        fake = self.fake
+        body = self.read_body()
+        path = self.path.split("?", 1)[0]
+        model, _, method = path.rpartition("/")[2].partition(":")
+        if not isinstance(body, dict) or method not in ("streamGenerateContent", "generateContent", "countTokens"):
+            fake.record(Seen("POST", self.path, body))
+            self.error(404, f"No route for POST {path} in the fake.")
+            return
+        if method == "countTokens":
+            fake.record(Seen("POST", self.path, body))
+            self.send_json(200, {"totalTokens": PROMPT_TOKENS})
+            return
+        failure = fake.fail(body) if callable(fake.fail) else fake.fail
+        if failure is not None:
+            fake.record(Seen("POST", self.path, body))
+            self.error(*failure)
+            return
+        reply, main = fake.reply_for(body)
+        fake.record(Seen("POST", self.path, body, main=main))
+        chunks = fake.chunks(body, reply, model)
+        if method == "generateContent":
+            self.send_json(200, fake.whole(chunks))
+            return
+        self.start_stream()
+        for chunk in chunks:
+            self.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
+            self.wfile.flush()
+
+
+class FakeGeminiAPI(FakeModelAPI):
     """``with FakeGeminiAPI([function_call("run_shell_command", {...}), text("Done.")]) as fake: ... fake.url``"""
+
+    handler = GenerateContentHandler
 
     def __init__(
         self,
@@ -115,47 +135,8 @@ class FakeGeminiAPI:
         hold_at: int | None = None,
         fail: tuple[int, str] | Callable[[dict], tuple[int, str] | None] | None = None,
     ):
-        self.script = list(script)
-        self.prefix = f"{tag}_"
-        self.hold_at = hold_at
+        super().__init__(script, prefix=f"{tag}_", hold_at=hold_at)
         self.fail = fail
-        self.held = threading.Event()
-        self.go = threading.Event()
-        self.requests: list[Seen] = []
-        self._lock = threading.Lock()
-        self._ids = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-gemini-api", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakeGeminiAPI:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.go.set()  # a held handler answers (into a closed socket) and ends
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> FakeGeminiAPI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def main_requests(self) -> list[Seen]:
-        with self._lock:
-            return [seen for seen in self.requests if seen.main]
-
-    def describe(self) -> str:
-        """One line per request, for an assertion's message."""
-        with self._lock:
-            return "\n".join(f"{s.method} {s.path}{' main' if s.main else ''}" for s in self.requests)
 
     # --- what to answer ---------------------------------------------------------------------------
     def is_main(self, body: dict) -> bool:
@@ -170,13 +151,7 @@ class FakeGeminiAPI:
             if config.get("responseMimeType") == "application/json" or schema:
                 return text(json.dumps(filled(schema))), False
             return text(SIDE_TEXT), False
-        index = function_responses(body, self.prefix)
-        if self.hold_at is not None and index == self.hold_at:
-            self.held.set()
-            self.go.wait(180)
-        if index >= len(self.script):
-            return text("(the script has ended)"), True
-        return self.script[index], True
+        return self.entry(function_responses(body, self.prefix)), True
 
     def chunks(self, body: dict, reply: Reply, model: str) -> list[dict]:
         """The reply as the API streams it: text in pieces, then the call (if any), the last chunk
@@ -184,9 +159,11 @@ class FakeGeminiAPI:
         index = function_responses(body, self.prefix)
         parts: list[dict] = [{"text": reply.text[i : i + 12]} for i in range(0, len(reply.text), 12)]
         if reply.kind == "function_call":
-            parts.append({"functionCall": {"id": f"{self.prefix}{index:02d}", "name": reply.name, "args": reply.args}})
+            parts.append(
+                {"functionCall": {"id": f"{self.prefix}{index:02d}", "name": reply.name, "args": reply.arguments}}
+            )
         parts = parts or [{"text": ""}]
-        response_id = f"resp_fake_{self._next_id():04d}"
+        response_id = f"resp_fake_{self.next_id():04d}"
         out = []
         for number, part in enumerate(parts):
             chunk: dict[str, Any] = {
@@ -210,84 +187,3 @@ class FakeGeminiAPI:
         last = chunks[-1]
         candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
         return {**last, "candidates": [candidate]}
-
-    def _next_id(self) -> int:
-        with self._lock:
-            self._ids += 1
-            return self._ids
-
-    def _record(self, seen: Seen) -> None:
-        with self._lock:
-            self.requests.append(seen)
-
-    # --- HTTP -------------------------------------------------------------------------------------
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            # HTTP/1.0: each answer ends by closing the connection, so a stream needs no chunking.
-            protocol_version = "HTTP/1.0"
-
-            def log_message(self, format: str, *args: object) -> None:  # quiet: the test prints describe()
-                pass
-
-            def _json(self, status: int, body: object) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _error(self, status: int, message: str) -> None:
-                name = STATUS_NAMES.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
-                self._json(status, {"error": {"code": status, "message": message, "status": name}})
-
-            def _body(self) -> Any:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    return json.loads(raw) if raw else None
-                except ValueError:
-                    return raw.decode("utf-8", "replace")
-
-            def do_GET(self) -> None:
-                fake._record(Seen("GET", self.path, None))
-                self._json(200, {})
-
-            def do_POST(self) -> None:
-                body = self._body()
-                path = self.path.split("?", 1)[0]
-                model, _, method = path.rpartition("/")[2].partition(":")
-                if not isinstance(body, dict) or method not in (
-                    "streamGenerateContent",
-                    "generateContent",
-                    "countTokens",
-                ):
-                    fake._record(Seen("POST", self.path, body))
-                    self._error(404, f"No route for POST {path} in the fake.")
-                    return
-                if method == "countTokens":
-                    fake._record(Seen("POST", self.path, body))
-                    self._json(200, {"totalTokens": PROMPT_TOKENS})
-                    return
-                failure = fake.fail(body) if callable(fake.fail) else fake.fail
-                if failure is not None:
-                    fake._record(Seen("POST", self.path, body))
-                    self._error(*failure)
-                    return
-                reply, main = fake.reply_for(body)
-                fake._record(Seen("POST", self.path, body, main=main))
-                chunks = fake.chunks(body, reply, model)
-                if method == "generateContent":
-                    self._json(200, fake.whole(chunks))
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.end_headers()
-                for chunk in chunks:
-                    self.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
-                    self.wfile.flush()
-
-        return Handler

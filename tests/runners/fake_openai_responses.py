@@ -24,17 +24,24 @@ depending on the model and its features), so the script does not depend on that 
 ``fail=(status, message)`` answers every request with that HTTP error in the API's error format
 (``{"error": {"message", "type", "code"}}``), as a broken or unauthorised provider would.
 
-Every request is kept in ``requests`` (method, path, JSON body) so a test can show what was asked.
+``hold_at=n`` holds the answer to the request carrying ``n`` outputs until ``go`` is set (``held`` is set
+once it arrived). Every request is kept in ``requests`` (method, path, JSON body) so a test can show what
+was asked. The server, the script's cursor, the hold and the record are fake_model_api.py's, shared with
+the other stand-ins; this module is the Responses API's wire format.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+
+from tests.runners.fake_model_api import (  # noqa: F401 - text, for the tests' scripts
+    FakeModelAPI,
+    ModelAPIHandler,
+    Reply,
+    Seen,
+    text,
+)
 
 MODEL = "gpt-standin"
 API_KEY_ENV = "STANDIN_OPENAI_KEY"
@@ -50,25 +57,8 @@ SHELL_TOOLS = {
 ERROR_TYPES = {401: ("invalid_request_error", "invalid_api_key"), 429: ("rate_limit_error", "rate_limit_exceeded")}
 
 
-@dataclass(frozen=True)
-class Reply:
-    kind: str  # "shell" | "text"
-    text: str = ""  # the message, or the command line
-
-
 def shell(command: str) -> Reply:
-    return Reply("shell", command)
-
-
-def text(value: str) -> Reply:
-    return Reply("text", value)
-
-
-@dataclass
-class Seen:
-    method: str
-    path: str
-    body: Any
+    return Reply("shell", text=command)
 
 
 def call_outputs(body: dict, prefix: str) -> int:
@@ -128,67 +118,73 @@ def codex_config(home: Path, url: str, *, retries: int = 0) -> Path:
     return config
 
 
-class FakeResponses:
+class ResponsesHandler(ModelAPIHandler):
+    """``POST /v1/responses`` as the API streams it, and ``GET /v1/models``."""
+
+    def id_header(self) -> dict[str, str]:
+        return {"x-request-id": f"req_{self.fake.next_id():04d}"}
+
+    def error(self, status: int, message: str) -> None:
+        kind, code = ERROR_TYPES.get(status, ("server_error", None))
+        self.send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
+
+    def do_GET(self) -> None:
+        self.fake.record(Seen("GET", self.path, None))
+        if self.path.split("?")[0].endswith("/models"):
+            self.send_json(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "test"}]})
+            return
+        self.error(404, f"No route for GET {self.path} in the stand-in.")
+
+    def do_POST(self) -> None:
+        fake = self.fake
+        body = self.read_body()
+        fake.record(Seen("POST", self.path, body))
+        if not self.path.split("?")[0].endswith("/responses") or not isinstance(body, dict):
+            self.error(404, f"No route for POST {self.path} in the stand-in.")
+            return
+        if self.headers.get("Authorization") != "Bearer test-key":
+            self.error(401, "Incorrect API key provided.")
+            return
+        if fake.fail is not None:
+            self.error(*fake.fail)
+            return
+        item = fake.item_for(body, fake.reply_for(body))
+        self.start_stream()
+        try:
+            for event in fake.events(body, item):
+                self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # Codex went away meanwhile (killed, cancelled) while this answer was held
+
+
+class FakeResponses(FakeModelAPI):
     """``with FakeResponses([shell("echo hi > a"), text("Done.")]) as fake: ... fake.url``"""
 
-    def __init__(self, script: list[Reply], *, tag: str = "fake", fail: tuple[int, str] | None = None):
-        self.script = list(script)
-        self.prefix = f"call_{tag}_"
+    handler = ResponsesHandler
+
+    def __init__(
+        self, script: list[Reply], *, tag: str = "fake", hold_at: int | None = None, fail: tuple[int, str] | None = None
+    ):
+        super().__init__(script, prefix=f"call_{tag}_", hold_at=hold_at)
         self.fail = fail
-        self.requests: list[Seen] = []
-        self._lock = threading.Lock()
-        self._ids = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-responses", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakeResponses:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> FakeResponses:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def model_requests(self) -> list[Seen]:
         with self._lock:
             return [seen for seen in self.requests if seen.path.split("?")[0].endswith("/responses")]
 
-    def describe(self) -> str:
-        """One line per request, for an assertion's message."""
-        with self._lock:
-            return "\n".join(
-                f"{s.method} {s.path} tools={offered_tools(s.body) if isinstance(s.body, dict) else None}"
-                for s in self.requests
-            )
+    def describe_request(self, seen: Seen) -> str:
+        return f"{seen.method} {seen.path} tools={offered_tools(seen.body) if isinstance(seen.body, dict) else None}"
 
     # --- what to answer ---------------------------------------------------------------------------
     def reply_for(self, body: dict) -> Reply:
-        """The script's entry for this request (a subclass may hold it: see the e2e tests)."""
-        index = call_outputs(body, self.prefix)
-        return self.script[index] if index < len(self.script) else text("(the script has ended)")
-
-    def _next_id(self) -> int:
-        with self._lock:
-            self._ids += 1
-            return self._ids
+        return self.entry(call_outputs(body, self.prefix))
 
     def item_for(self, body: dict, reply: Reply) -> dict:
         if reply.kind == "text":
             part = {"type": "output_text", "text": reply.text, "annotations": []}
             return {
-                "id": f"msg_{self._next_id():04d}",
+                "id": f"msg_{self.next_id():04d}",
                 "type": "message",
                 "status": "completed",
                 "role": "assistant",
@@ -199,7 +195,7 @@ class FakeResponses:
         if name is None:
             raise LookupError(f"the request offers no shell tool the stand-in knows: {offered}")
         return {
-            "id": f"fc_{self._next_id():04d}",
+            "id": f"fc_{self.next_id():04d}",
             "type": "function_call",
             "status": "completed",
             "call_id": f"{self.prefix}{call_outputs(body, self.prefix):02d}",
@@ -210,7 +206,7 @@ class FakeResponses:
     def events(self, body: dict, item: dict) -> list[dict]:
         """The stream of one response holding ``item``, event by event."""
         response = {
-            "id": f"resp_{self._next_id():04d}",
+            "id": f"resp_{self.next_id():04d}",
             "object": "response",
             "created_at": 1764327600,
             "status": "in_progress",
@@ -258,69 +254,3 @@ class FakeResponses:
         for number, event in enumerate(out):
             event["sequence_number"] = number
         return out
-
-    def _record(self, seen: Seen) -> None:
-        with self._lock:
-            self.requests.append(seen)
-
-    # --- HTTP -------------------------------------------------------------------------------------
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            # HTTP/1.0: each answer ends by closing the connection, so a stream needs no chunking.
-            protocol_version = "HTTP/1.0"
-
-            def log_message(self, format: str, *args: object) -> None:  # quiet: the test prints describe()
-                pass
-
-            def _json(self, status: int, body: object) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("x-request-id", f"req_{fake._next_id():04d}")
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _error(self, status: int, message: str) -> None:
-                kind, code = ERROR_TYPES.get(status, ("server_error", None))
-                self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
-
-            def do_GET(self) -> None:
-                fake._record(Seen("GET", self.path, None))
-                if self.path.split("?")[0].endswith("/models"):
-                    self._json(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "test"}]})
-                    return
-                self._error(404, f"No route for GET {self.path} in the stand-in.")
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = raw.decode("utf-8", "replace")
-                fake._record(Seen("POST", self.path, body))
-                if not self.path.split("?")[0].endswith("/responses") or not isinstance(body, dict):
-                    self._error(404, f"No route for POST {self.path} in the stand-in.")
-                    return
-                if self.headers.get("Authorization") != "Bearer test-key":
-                    self._error(401, "Incorrect API key provided.")
-                    return
-                if fake.fail is not None:
-                    self._error(*fake.fail)
-                    return
-                item = fake.item_for(body, fake.reply_for(body))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.end_headers()
-                try:
-                    for event in fake.events(body, item):
-                        self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # Codex went away meanwhile (killed, cancelled) while this answer was held
-
-        return Handler

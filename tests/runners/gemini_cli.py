@@ -1,8 +1,9 @@
 """The real Gemini CLI for tests: where it is, and a home and environment that keep it to the test.
 
 `.ci/run` installs it pinned into ``.tools/gemini-cli`` (``npm install --prefix``); a developer may
-have it on PATH instead. Tests that need it call ``require_gemini()``: it skips when the CLI is
-missing, unless ``REQUIRE_GEMINI_CLI=1`` (set in CI), where a missing CLI fails the test.
+have it on PATH, or name it in ``$GEMINI_CLI``. Tests that need it call ``require_gemini()``: it skips
+when the CLI is missing, unless ``REQUIRE_GEMINI_CLI=1`` (set in CI), where a missing CLI fails the
+test (pinned_cli.find_cli).
 
 The CLI talks to the scripted stand-in of the Gemini API (fake_gemini_api.py) through
 ``GOOGLE_GEMINI_BASE_URL`` with an API key, and to nothing else: ``home_settings`` writes the
@@ -15,12 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
+from tests.runners.pinned_cli import cli_env, find_cli
 from tests.worker import ROOT
 
 GEMINI_CLI_VERSION = "0.61.0"  # the version .ci/run installs; these tests were written against it
@@ -28,30 +27,15 @@ INSTALL_DIR = ROOT / ".tools" / "gemini-cli"
 MODEL = "gemini-2.5-pro"
 
 
-def gemini_binary() -> Path | None:
-    """``$GEMINI_CLI``, else the pinned install under .tools/, else ``gemini`` on PATH."""
-    candidates = [
-        os.environ.get("GEMINI_CLI"),
-        INSTALL_DIR / "node_modules" / ".bin" / "gemini",
-        shutil.which("gemini"),
-    ]
-    for candidate in candidates:
-        if candidate and os.access(candidate, os.X_OK) and Path(candidate).is_file():
-            return Path(candidate)
-    return None
-
-
 def require_gemini() -> Path:
-    binary = gemini_binary()
-    if binary is None:
-        message = (
-            f"the Gemini CLI is not installed (npm install --prefix {INSTALL_DIR} "
-            f"@google/gemini-cli@{GEMINI_CLI_VERSION}, as .ci/run does)"
-        )
-        if os.environ.get("REQUIRE_GEMINI_CLI") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return binary
+    return find_cli(
+        "gemini",
+        title="the Gemini CLI",
+        package=f"@google/gemini-cli@{GEMINI_CLI_VERSION}",
+        install_dir=INSTALL_DIR,
+        env_var="GEMINI_CLI",
+        require_var="REQUIRE_GEMINI_CLI",
+    )
 
 
 def gemini_version(binary: Path, home: Path) -> str:
@@ -89,26 +73,13 @@ def gemini_env(*, home: Path, api_url: str, **extra: str) -> dict[str, str]:
 
     HOME is a folder of the test's (with ``home_settings`` in it), so it never reads or writes the
     machine's ~/.gemini. Nothing of the test process's environment is passed on but PATH."""
-    home.mkdir(parents=True, exist_ok=True)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
+    return {
+        **cli_env(home=home, git_name="Gemini CLI (test)", git_email="gemini@example.com"),
         "GOOGLE_GEMINI_BASE_URL": api_url,
         "GEMINI_API_KEY": "test",
         "NO_COLOR": "1",
-        # git as on a machine set up for it, but with nothing of this machine's settings (signing, hooks).
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": "Gemini CLI (test)",
-        "GIT_AUTHOR_EMAIL": "gemini@example.com",
-        "GIT_COMMITTER_NAME": "Gemini CLI (test)",
-        "GIT_COMMITTER_EMAIL": "gemini@example.com",
+        **extra,
     }
-    env.update(extra)
-    return env
 
 
 def stream_lines(stdout: str) -> list[dict]:

@@ -39,8 +39,6 @@ from tests.page_users import user_in
 from tests.runners.fake_anthropic import FakeAnthropic, text, tool_use
 from tests.runners.live_runner import run_in, wait_for
 from tests.runners.test_runner_claude_e2e import (  # noqa: F401 - fixtures
-    GatedFake,
-    claude_bin,
     machine,
     queue_claude,
     repository,
@@ -213,7 +211,7 @@ def test_a_budget_exceeded_mid_run_waits_and_goes_on_when_raised(person, machine
         tool_use("Bash", {"command": "echo two > two.txt", "description": "write two"}),
         text("Both written."),
     ]
-    fake = GatedFake(script, hold_at=1).start()  # holds the answer after the first tool's result
+    fake = FakeAnthropic(script, hold_at=1).start()  # holds the answer after the first tool's result
     try:
         strict(fake)
         machine.start()

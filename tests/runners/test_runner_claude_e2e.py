@@ -13,126 +13,51 @@ checks that the restarted runner resumes the conversation with `claude --resume 
 
 import os
 import signal
-import threading
 from pathlib import Path
 
 import pytest
 
 from board.models import Task
-from config.actors import Actor
-from ledger.models import Event, ToolInvocation
+from ledger.models import ToolInvocation
 from runners.models import Run
-from runners.services import run_queue
-from sessions_app.keys import api_key_create
 from sessions_app.models import AgentSession
-from switchyard_client.api.client import Client
 from switchyard_client.runner.providers import session_uuid
 from tests.client.live import server_roots, sy_server  # noqa: F401
-from tests.factories import TaskFactory, UserFactory
 from tests.runners.claude_cli import claude_env, require_claude
-from tests.runners.fake_anthropic import FakeAnthropic, text, tool_results, tool_use
-from tests.runners.live_runner import GIT_ENV, Machine, run_in, wait_for
-from tests.workspaces.conftest import commit_file, git
-from workspaces.worktrees.services import repository_register
+from tests.runners.fake_anthropic import FakeAnthropic, text, tool_use
+from tests.runners.live_runner import GIT_ENV, run_in, wait_for
+from tests.runners.provider_e2e import (  # noqa: F401 - the fixtures person and repository
+    agent_argv,
+    cli_machine,
+    ledger,
+    owner_client,
+    person,
+    queue_run,
+    repository,
+    worktree_of,
+)
+from tests.workspaces.conftest import git
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
 
-class GatedFake(FakeAnthropic):
-    """The scripted API, holding the answer to the main request that carries ``hold_at`` tool results
-    of its own until the test sets ``go``; ``held`` is set once that request has arrived."""
-
-    def __init__(self, script, *, tag: str = "fake", hold_at: int | None = None):
-        super().__init__(script, tag=tag)
-        self.hold_at = hold_at
-        self.held = threading.Event()
-        self.go = threading.Event()
-
-    def reply_for(self, body: dict):
-        reply, main = super().reply_for(body)
-        if main and self.hold_at is not None and tool_results(body, self.prefix) == self.hold_at:
-            self.held.set()
-            self.go.wait(180)
-        return reply, main
-
-    def stop(self) -> None:
-        self.go.set()  # a held handler thread answers (into a closed socket) and ends
-        super().stop()
-
-
 @pytest.fixture
-def person():
-    return Actor(user=UserFactory(username="po", is_staff=True))
-
-
-@pytest.fixture
-def claude_bin(tmp_path):
-    """A folder holding the CLI under its real name, to put first on the runner's PATH."""
-    binary = require_claude()
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    (folder / "claude").symlink_to(binary.resolve())
-    return folder
-
-
-@pytest.fixture
-def repository(tmp_path):
-    clone = tmp_path / "code" / "shop"
-    clone.mkdir(parents=True)
-    git(clone, "init", "-q", "-b", "main")
-    commit_file(clone, "README.md", "# shop\n", "Initial commit")
-    repository, _ = repository_register(path=str(clone))
-    return repository
-
-
-@pytest.fixture
-def machine(tmp_path, sy_server, claude_bin):  # noqa: F811 - the live fixture
+def machine(tmp_path, sy_server):  # noqa: F811 - the live fixture
     """A runner offering the built-in claude provider; ``machine.point_at(fake)`` before starting it."""
+    home = tmp_path / "claude-home"
 
-    def provider_env(api_url: str) -> dict[str, str]:
-        env = claude_env(home=tmp_path / "claude-home", api_url=api_url, SWITCHYARD_HOOK_BUDGET="5", **GIT_ENV)
-        env.pop("PATH")  # the runner's, with the CLI on it
-        return env
+    def env_for(fake: FakeAnthropic) -> dict[str, str]:
+        return claude_env(home=home, api_url=fake.url, SWITCHYARD_HOOK_BUDGET="5", **GIT_ENV)
 
-    made = Machine(
-        tmp_path / "machines",
-        sy_server.url,
-        "cc-1",
-        capacity=2,
-        env={"PATH": f"{claude_bin}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"},
-    )
-
-    def point_at(fake: FakeAnthropic) -> None:
-        made.providers["claude"] = {"env": provider_env(fake.url)}
-        made.write()
-
-    made.point_at = point_at
-    yield made
-    made.cleanup()
+    cli = require_claude()
+    with cli_machine(
+        tmp_path, sy_server.url, "cc-1", provider="claude", cli=cli, capacity=2, home=home, env_for=env_for
+    ) as made:
+        yield made
 
 
-def queue_claude(person, repository, title: str) -> Run:
-    task = TaskFactory(title=title, description="Keep it short.", repository=repository)
-    return run_queue(actor=person, task=task, provider="claude")
-
-
-def worktree_of(repository, run: Run) -> Path:
-    # A task of no type gets the worktree `task-<id>` beside the clone (workspaces/worktrees/services.py).
-    return Path(os.path.realpath(Path(repository.path).parent / f"task-{run.task_id}"))
-
-
-def owner_client(url: str, run: Run) -> Client:
-    """A client with a fresh key of the run's agent (it owns the run's session)."""
-    run.refresh_from_db()
-    return Client(url, api_key_create(agent=run.agent, scopes=["agent"]).key, timeout=20)
-
-
-def ledger(run: Run, name: str) -> list[dict]:
-    return list(
-        Event.objects.filter(name=name, subject_type="run", subject_id=str(run.pk))
-        .order_by("id")
-        .values_list("payload", flat=True)
-    )
+def queue_claude(person, repository, title: str) -> Run:  # noqa: F811 - the fixtures' names
+    return queue_run(person, repository, "claude", title)
 
 
 def user_texts(fake: FakeAnthropic) -> list[str]:
@@ -162,7 +87,7 @@ def test_claude_works_a_task_in_its_worktree_and_lands_it_in_review(person, mach
         tool_use("Write", {"file_path": str(tree / "draft.md"), "content": "# Draft\n"}),
         text("Done: notes committed, draft written."),
     ]
-    with GatedFake(script) as fake:
+    with FakeAnthropic(script) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])
@@ -222,7 +147,7 @@ def test_claude_works_a_task_in_its_worktree_and_lands_it_in_review(person, mach
 
 def test_a_killed_runner_and_claude_resume_the_conversation_as_attempt_two(person, machine, repository, sy_server):  # noqa: F811
     run = queue_claude(person, repository, "Write one.txt and commit it")
-    first = GatedFake(
+    first = FakeAnthropic(
         [tool_use("Bash", {"command": "echo one > one.txt", "description": "write one"}), text("One.")],
         hold_at=1,  # the answer after the tool's result: Claude Code waits on it, mid-run
     ).start()
@@ -243,7 +168,7 @@ def test_a_killed_runner_and_claude_resume_the_conversation_as_attempt_two(perso
     run.refresh_from_db()
     assert run.status == "running" and run.attempt == 1
 
-    second = GatedFake(
+    second = FakeAnthropic(
         [
             tool_use("Bash", {"command": "git add one.txt && git commit -qm 'one'", "description": "commit"}),
             text("Committed."),
@@ -261,12 +186,8 @@ def test_a_killed_runner_and_claude_resume_the_conversation_as_attempt_two(perso
             machines=[machine],
         )
         # The wrapper's argv is the agent's: the built-in resume command, under the same uuid.
-        argv = Path(f"/proc/{after['pid']}/cmdline").read_bytes().split(b"\0")
-        argv = [part.decode() for part in argv if part]
-        agent = argv[argv.index("-c") + 3 :]  # sh -c WRAPPER EXIT_FILE <agent argv>
-        if Path(agent[0]).name == "bwrap":  # sandboxed: the agent's argv follows bwrap's "--"
-            agent = agent[agent.index("--") + 1 :]
-        assert Path(agent[0]).name == "claude" and agent[1] == "-p", argv
+        agent = agent_argv(after["pid"])
+        assert Path(agent[0]).name == "claude" and agent[1] == "-p", agent
         assert agent[agent.index("--resume") + 1] == uuid and "--session-id" not in agent, agent
         # The resume prompt goes in on Claude Code's standard input, not in its argv (the model gets it: below).
         assert not any("resuming this work" in part for part in agent), agent
@@ -319,9 +240,8 @@ def test_a_task_titled_as_an_option_reaches_claude_as_the_prompt(person, machine
     Claude Code now reads the prompt on its standard input."""
     pwned = tmp_path / "pwned"
     title = f'--mcp-config={{"mcpServers":{{"x":{{"command":"sh","args":["-c","touch {pwned}"]}}}}}}'
-    task = TaskFactory(title=title, description="", repository=repository)
-    run = run_queue(actor=person, task=task, provider="claude")
-    with GatedFake([text("Nothing to do.")]) as fake:
+    run = queue_run(person, repository, "claude", title, description="")
+    with FakeAnthropic([text("Nothing to do.")]) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])

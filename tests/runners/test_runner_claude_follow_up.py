@@ -21,7 +21,6 @@ from tests.factories import UserFactory
 from tests.runners.fake_anthropic import FakeAnthropic, Reply, text, tool_results, tool_use
 from tests.runners.live_runner import run_in, wait_for
 from tests.runners.test_runner_claude_e2e import (  # noqa: F401 - fixtures
-    claude_bin,
     machine,
     queue_claude,
     repository,

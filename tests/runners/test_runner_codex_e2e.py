@@ -16,145 +16,63 @@ resume <thread id>` as attempt 2; a cancel while Codex waits on the model; a pro
 import json
 import os
 import signal
-import threading
 from pathlib import Path
 
 import pytest
 
 from board.models import Task
 from composition.run_watch import codex_jsonl
-from config.actors import Actor
-from ledger.models import Event, ToolInvocation
+from ledger.models import ToolInvocation
 from runners.models import Run
-from runners.services import run_cancel, run_queue
-from sessions_app.keys import api_key_create
-from switchyard_client.api.client import Client
+from runners.services import run_cancel
 from switchyard_client.runner.sandbox import bwrap_problem
 from tests.client.live import server_roots, sy_server  # noqa: F401
-from tests.factories import TaskFactory, UserFactory
 from tests.runners.codex_cli import CODEX_VERSION, codex_env, codex_version, require_codex
 from tests.runners.fake_openai_responses import (
     CACHED_TOKENS,
     INPUT_TOKENS,
     OUTPUT_TOKENS,
     FakeResponses,
-    call_outputs,
     codex_config,
     input_texts,
     shell,
     text,
 )
-from tests.runners.live_runner import GIT_ENV, Machine, run_in, wait_for
-from tests.workspaces.conftest import commit_file, git
+from tests.runners.live_runner import GIT_ENV, run_in, wait_for
+from tests.runners.provider_e2e import (  # noqa: F401 - the fixtures person and repository
+    agent_argv,
+    cli_machine,
+    ledger,
+    owner_client,
+    person,
+    queue_run,
+    repository,
+    worktree_of,
+)
+from tests.workspaces.conftest import git
 from usage.models import UsageRecord
-from workspaces.worktrees.services import repository_register
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
 
-class GatedFake(FakeResponses):
-    """The scripted API, holding its answer to the request that carries ``hold_at`` outputs of its
-    own calls until the test sets ``go``; ``held`` is set once that request has arrived."""
-
-    def __init__(self, script, *, tag: str = "fake", hold_at: int | None = None, fail=None):
-        super().__init__(script, tag=tag, fail=fail)
-        self.hold_at = hold_at
-        self.held = threading.Event()
-        self.go = threading.Event()
-
-    def reply_for(self, body: dict):
-        if self.hold_at is not None and call_outputs(body, self.prefix) == self.hold_at:
-            self.held.set()
-            self.go.wait(180)
-        return super().reply_for(body)
-
-    def stop(self) -> None:
-        self.go.set()  # a held handler thread answers (into a closed socket) and ends
-        super().stop()
-
-
 @pytest.fixture
-def person():
-    return Actor(user=UserFactory(username="po", is_staff=True))
-
-
-@pytest.fixture
-def codex_bin(tmp_path):
-    """A folder holding the CLI under its real name, to put first on the runner's PATH."""
-    binary = require_codex()
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    (folder / "codex").symlink_to(binary.resolve())
-    return folder
-
-
-@pytest.fixture
-def repository(tmp_path):
-    clone = tmp_path / "code" / "shop"
-    clone.mkdir(parents=True)
-    git(clone, "init", "-q", "-b", "main")
-    commit_file(clone, "README.md", "# shop\n", "Initial commit")
-    repository, _ = repository_register(path=str(clone))
-    return repository
-
-
-@pytest.fixture
-def machine(tmp_path, sy_server, codex_bin):  # noqa: F811 - the live fixture
+def machine(tmp_path, sy_server):  # noqa: F811 - the live fixture
     """A runner offering the built-in codex provider; ``machine.point_at(fake)`` before starting it."""
     home = tmp_path / "codex-home"
-    made = Machine(
-        tmp_path / "machines",
-        sy_server.url,
-        "cx-1",
-        capacity=2,
-        env={"PATH": f"{codex_bin}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"},
-    )
 
-    def point_at(fake: FakeResponses, *, key: str = "test-key") -> None:
+    def env_for(fake: FakeResponses, *, key: str = "test-key") -> dict[str, str]:
         codex_config(home, fake.url)
-        env = codex_env(home=home, key=key, **GIT_ENV)
-        env.pop("PATH")  # the runner's, with the CLI on it
-        made.providers["codex"] = {"env": env}
-        made.write()
+        return codex_env(home=home, key=key, **GIT_ENV)
 
-    made.point_at = point_at
-    made.home = home
-    yield made
-    made.cleanup()
+    cli = require_codex()
+    with cli_machine(
+        tmp_path, sy_server.url, "cx-1", provider="codex", cli=cli, capacity=2, home=home, env_for=env_for
+    ) as made:
+        yield made
 
 
-def queue_codex(person, repository, title: str, description: str = "Keep it short.") -> Run:
-    task = TaskFactory(title=title, description=description, repository=repository)
-    return run_queue(actor=person, task=task, provider="codex")
-
-
-def worktree_of(repository, run: Run) -> Path:
-    # A task of no type gets the worktree `task-<id>` beside the clone (workspaces/worktrees/services.py).
-    return Path(os.path.realpath(Path(repository.path).parent / f"task-{run.task_id}"))
-
-
-def owner_client(url: str, run: Run) -> Client:
-    """A client with a fresh key of the run's agent (it owns the run's session)."""
-    run.refresh_from_db()
-    return Client(url, api_key_create(agent=run.agent, scopes=["agent"]).key, timeout=20)
-
-
-def ledger(run: Run, name: str) -> list[dict]:
-    return list(
-        Event.objects.filter(name=name, subject_type="run", subject_id=str(run.pk))
-        .order_by("id")
-        .values_list("payload", flat=True)
-    )
-
-
-def agent_argv(pid: int) -> tuple[list[str], str]:
-    """The agent's argv as the runner gave it (the wrapper's `sh -c WRAPPER EXIT_FILE <argv>`, and
-    bwrap's `... -- <argv>` when sandboxed), and the wrapper's cwd."""
-    argv = [part.decode() for part in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if part]
-    agent = argv[argv.index("-c") + 3 :]
-    if Path(agent[0]).name == "bwrap":
-        agent = agent[agent.index("--") + 1 :]
-    return agent, os.readlink(f"/proc/{pid}/cwd")
+def queue_codex(person, repository, title: str, description: str = "Keep it short.") -> Run:  # noqa: F811
+    return queue_run(person, repository, "codex", title, description)
 
 
 def fenced(fence: str) -> list[int]:
@@ -180,9 +98,9 @@ def test_the_pinned_cli_is_the_version_the_provider_was_written_against(tmp_path
 
 
 def test_codex_runs_a_shell_call_in_its_worktree_commits_and_lands_it_in_review(
-    person,
+    person,  # noqa: F811 - the fixtures
     machine,
-    repository,
+    repository,  # noqa: F811
     sy_server,  # noqa: F811
 ):
     run = queue_codex(person, repository, "Write the notes")
@@ -191,7 +109,7 @@ def test_codex_runs_a_shell_call_in_its_worktree_commits_and_lands_it_in_review(
         shell("echo 'made by codex' > notes.txt && git add notes.txt && git commit -qm 'Add notes' && echo committed"),
         text("Done: notes committed."),
     ]
-    with GatedFake(script) as fake:
+    with FakeResponses(script) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])
@@ -266,7 +184,7 @@ def test_codex_runs_a_shell_call_in_its_worktree_commits_and_lands_it_in_review(
 
 def test_a_killed_runner_and_codex_resume_the_thread_as_attempt_two(person, machine, repository, sy_server):  # noqa: F811
     run = queue_codex(person, repository, "Write one.txt and commit it")
-    first = GatedFake(
+    first = FakeResponses(
         [shell("echo one > one.txt"), text("One.")],
         hold_at=1,  # the answer after the call's output: Codex waits on it, mid-turn
     ).start()
@@ -283,7 +201,7 @@ def test_a_killed_runner_and_codex_resume_the_thread_as_attempt_two(person, mach
         )
         assert before["attempt"] == 1 and before["pid"], before
         thread = before["agent_session"]
-        argv, _ = agent_argv(before["pid"])
+        argv = agent_argv(before["pid"])
         assert argv[:2] == ["codex", "exec"] and "resume" not in argv, argv
         assert argv[argv.index("--cd") + 1] == before["workdir"] and argv[-2:] == ["--", run.prompt], argv
         # The machine goes down: the runner, then Codex and everything in its process group.
@@ -294,7 +212,7 @@ def test_a_killed_runner_and_codex_resume_the_thread_as_attempt_two(person, mach
     run.refresh_from_db()
     assert run.status == "running" and run.attempt == 1
 
-    second = GatedFake(
+    second = FakeResponses(
         [shell("git add one.txt && git commit -qm one"), text("Committed.")],
         tag="resumed",
         hold_at=0,  # hold the first answer, to look at the resumed process
@@ -308,7 +226,7 @@ def test_a_killed_runner_and_codex_resume_the_thread_as_attempt_two(person, mach
             what="the new attempt's state",
             machines=[machine],
         )
-        argv, cwd = agent_argv(after["pid"])
+        argv, cwd = agent_argv(after["pid"]), os.readlink(f"/proc/{after['pid']}/cwd")
         # `codex exec resume ... -- <thread id> <prompt>`, in the worktree (resume takes no --cd).
         assert argv[:3] == ["codex", "exec", "resume"] and "--cd" not in argv, argv
         assert argv[-3:-1] == ["--", thread] and "resuming this work" in argv[-1], argv
@@ -343,7 +261,7 @@ def test_a_killed_runner_and_codex_resume_the_thread_as_attempt_two(person, mach
 
 def test_cancel_while_codex_waits_on_the_model_stops_it(person, machine, repository, sy_server):  # noqa: F811
     run = queue_codex(person, repository, "Think for a long time")
-    with GatedFake([text("Never said.")], hold_at=0) as fake:
+    with FakeResponses([text("Never said.")], hold_at=0) as fake:
         machine.point_at(fake)
         machine.start()
         assert fake.held.wait(180), f"Codex never asked the model\n{machine.output()}"
@@ -372,13 +290,13 @@ def test_an_api_error_ends_the_run_failed_with_the_clis_message(
     status,
     answer,
     cli_says,
-    person,
+    person,  # noqa: F811 - the fixtures
     machine,
-    repository,
+    repository,  # noqa: F811
     sy_server,  # noqa: F811
 ):
     run = queue_codex(person, repository, "Write the notes")
-    with GatedFake([text("Never said.")], fail=(status, answer)) as fake:
+    with FakeResponses([text("Never said.")], fail=(status, answer)) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])
@@ -398,7 +316,7 @@ def test_an_api_error_ends_the_run_failed_with_the_clis_message(
 def test_a_task_titled_as_an_option_reaches_codex_as_the_prompt(person, machine, repository, sy_server):  # noqa: F811
     title = "--help"  # read as an option, Codex would print its help and never ask the model
     run = queue_codex(person, repository, title, description="")
-    with GatedFake([text("Nothing to do.")]) as fake:
+    with FakeResponses([text("Nothing to do.")]) as fake:
         machine.point_at(fake)
         machine.start()
         wait_for(lambda: run_in(run, "succeeded", "failed"), timeout=240, what="the run to end", machines=[machine])

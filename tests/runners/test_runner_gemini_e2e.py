@@ -21,96 +21,50 @@ from pathlib import Path
 import pytest
 
 from board.models import Task
-from config.actors import Actor
-from ledger.models import Event, ToolInvocation
+from ledger.models import ToolInvocation
 from runners.models import Run
-from runners.services import run_cancel, run_queue
-from sessions_app.keys import api_key_create
+from runners.services import run_cancel
 from sessions_app.models import AgentSession
-from switchyard_client.api.client import Client
 from switchyard_client.runner.providers import session_uuid
 from tests.client.live import server_roots, sy_server  # noqa: F401
-from tests.factories import TaskFactory, UserFactory
 from tests.runners.fake_gemini_api import FakeGeminiAPI, function_call, function_responses, text
 from tests.runners.gemini_cli import MODEL, gemini_env, home_settings, require_gemini
-from tests.runners.live_runner import GIT_ENV, Machine, run_in, wait_for
-from tests.workspaces.conftest import commit_file, git
+from tests.runners.live_runner import GIT_ENV, run_in, wait_for
+from tests.runners.provider_e2e import (  # noqa: F401 - the fixtures person and repository
+    agent_argv,
+    cli_machine,
+    ledger,
+    owner_client,
+    person,
+    queue_run,
+    repository,
+    worktree_of,
+)
+from tests.workspaces.conftest import git
 from usage.models import UsageRecord
-from workspaces.worktrees.services import repository_register
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 SANDBOXED = shutil.which("bwrap") is not None  # the runner's default: sandboxed where bwrap works
 
 
 @pytest.fixture
-def person():
-    return Actor(user=UserFactory(username="po", is_staff=True))
-
-
-@pytest.fixture
-def gemini_bin(tmp_path):
-    """A folder holding the CLI under its real name, to put first on the runner's PATH."""
-    binary = require_gemini()
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    (folder / "gemini").symlink_to(binary.resolve())
-    return folder
-
-
-@pytest.fixture
-def repository(tmp_path):
-    clone = tmp_path / "code" / "shop"
-    clone.mkdir(parents=True)
-    git(clone, "init", "-q", "-b", "main")
-    commit_file(clone, "README.md", "# shop\n", "Initial commit")
-    repository, _ = repository_register(path=str(clone))
-    return repository
-
-
-@pytest.fixture
-def machine(tmp_path, sy_server, gemini_bin):  # noqa: F811 - the live fixture
+def machine(tmp_path, sy_server):  # noqa: F811 - the live fixture
     """A runner offering the built-in gemini provider; ``machine.point_at(fake)`` before starting it."""
     home = tmp_path / "gemini-home"
-    made = Machine(
-        tmp_path / "machines",
-        sy_server.url,
-        "gm-1",
-        capacity=3,
-        env={"PATH": f"{gemini_bin}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"},
-    )
 
-    def point_at(fake: FakeGeminiAPI, **settings: dict) -> None:
+    def env_for(fake: FakeGeminiAPI, **settings: dict) -> dict[str, str]:
         home_settings(home, **settings)
-        env = gemini_env(home=home, api_url=fake.url, **GIT_ENV)
-        env.pop("PATH")  # the runner's, with the CLI on it
-        made.providers["gemini"] = {"env": env}
-        made.write()
+        return gemini_env(home=home, api_url=fake.url, **GIT_ENV)
 
-    made.point_at = point_at
-    made.home = home
-    yield made
-    made.cleanup()
+    cli = require_gemini()
+    with cli_machine(
+        tmp_path, sy_server.url, "gm-1", provider="gemini", cli=cli, capacity=3, home=home, env_for=env_for
+    ) as made:
+        yield made
 
 
-def queue_gemini(person, repository, title: str, description: str = "Keep it short.") -> Run:
-    task = TaskFactory(title=title, description=description, repository=repository)
-    return run_queue(actor=person, task=task, provider="gemini")
-
-
-def worktree_of(repository, run: Run) -> Path:
-    # A task of no type gets the worktree `task-<id>` beside the clone (workspaces/worktrees/services.py).
-    return Path(os.path.realpath(Path(repository.path).parent / f"task-{run.task_id}"))
-
-
-def owner_client(url: str, run: Run) -> Client:
-    """A client with a fresh key of the run's agent (it owns the run's session)."""
-    run.refresh_from_db()
-    return Client(url, api_key_create(agent=run.agent, scopes=["agent"]).key, timeout=20)
-
-
-def ledger(run: Run, name: str) -> list[dict]:
-    rows = Event.objects.filter(name=name, subject_type="run", subject_id=str(run.pk)).order_by("id")
-    return list(rows.values_list("payload", flat=True))
+def queue_gemini(person, repository, title: str, description: str = "Keep it short.") -> Run:  # noqa: F811
+    return queue_run(person, repository, "gemini", title, description)
 
 
 def calls_of(run: Run) -> list[tuple[str, str, str]]:
@@ -128,15 +82,6 @@ def user_texts(fake: FakeGeminiAPI) -> list[str]:
         for part in content.get("parts", [])
         if isinstance(part.get("text"), str)
     ]
-
-
-def agent_argv(pid: int) -> list[str]:
-    """The agent's argv from its wrapper (``sh -c WRAPPER EXIT_FILE <argv>``), inside bwrap's if sandboxed."""
-    argv = [part.decode() for part in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if part]
-    agent = argv[argv.index("-c") + 3 :]
-    if Path(agent[0]).name == "bwrap":
-        agent = agent[agent.index("--") + 1 :]
-    return agent
 
 
 def test_gemini_works_a_task_in_its_worktree_and_lands_it_in_review(person, machine, repository, sy_server):  # noqa: F811
@@ -310,7 +255,7 @@ def test_a_killed_runner_and_gemini_resume_the_conversation_as_attempt_two(perso
     assert log == (machine.root / run.log_path).read_text()  # shipped once, byte for byte
 
 
-def test_cancel_stops_the_gemini_cli_mid_run(person, machine, repository):
+def test_cancel_stops_the_gemini_cli_mid_run(person, machine, repository):  # noqa: F811 - the fixtures
     run = queue_gemini(person, repository, "Write one.txt")
     fake = FakeGeminiAPI(
         [function_call("run_shell_command", {"command": "echo one > one.txt"}), text("One.")], hold_at=1
@@ -347,7 +292,7 @@ def answer_as_asked(body: dict):
     return (int(found.group(1)), f"the stand-in refuses with {found.group(1)}") if found else None
 
 
-def test_an_api_error_ends_the_run_failed_with_the_clis_message(person, machine, repository):
+def test_an_api_error_ends_the_run_failed_with_the_clis_message(person, machine, repository):  # noqa: F811 - the fixtures
     # One runner, three runs at once, each answered with its error. The CLI retries a 500 (not a 400
     # or 401) up to general.maxAttempts times (10, over minutes): one attempt here.
     runs = {
@@ -375,7 +320,7 @@ def test_an_api_error_ends_the_run_failed_with_the_clis_message(person, machine,
         assert Task.objects.get(pk=run.task_id).status != "review"
 
 
-def test_a_task_titled_as_an_option_reaches_gemini_as_the_prompt(person, machine, repository):
+def test_a_task_titled_as_an_option_reaches_gemini_as_the_prompt(person, machine, repository):  # noqa: F811 - the fixtures
     """A title that is one of the CLI's options (its help, or turning approvals off) is the prompt."""
     runs = [queue_gemini(person, repository, title, "") for title in ("--help", "--yolo")]
     with FakeGeminiAPI([function_call("run_shell_command", {"command": "true"}), text("Nothing to do.")]) as fake:
