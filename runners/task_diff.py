@@ -6,29 +6,35 @@ commits it made, not its base), so it is the merge-base of the branch and the re
 branch; the answer says so (``base.how``). A change from the default branch is then never shown
 twice, and a default branch that moved on since does not show up as the task's own.
 
-Huge changes are cut before git writes them: git's listing of the two trees (``--raw``: no file
-is read) and the blobs' sizes say which files fit, and only those are diffed. A binary file, a file
-past ``DIFF_MAX_FILE_BYTES``, the files past ``DIFF_MAX_FILES`` and those past the change's
-``DIFF_MAX_BYTES`` are summarised ("too large to show"), never sent whole. The unified diff is
-parsed with ``unidiff``, never by hand. Everything in it (paths, content) is the agent's: the
-caller escapes it wherever it is shown.
+Read in the server's process by libgit2 (pygit2): the refs, the merge-base, the two trees compared,
+the blobs' sizes and the shown files' hunks, as files, hunks and lines, with no git process to start
+and no text to parse (each git process cost more than the diff of a 200-file change, and parsing
+git's text twice the diff: bench/diff_bench.py). libgit2 runs no program that a repository's config
+or attributes name (no external diff, no textconv): an agent writes both.
 
-Cost (bench/diff_bench.py): the files' contents are diffed once, by one ``git diff --numstat
---patch`` that gives the counts and the patch together; a second content diff runs only when the
-change has a binary file or files cut for size (rare, and then for them). A diff between two
-commits never changes, so the read is cached by the commits' ids (the default branch's and the
-branch's heads: the base is their merge-base), the parsed hunks under the base's and the head's:
-a request for a change seen before runs one git process (the refs).
+Huge changes are cut before any file is diffed: the trees compared (no file read) and the blobs'
+sizes say which files fit, and only those are diffed. A binary file (as git decides it: a NUL byte
+near its start, or its attributes), a file past ``DIFF_MAX_FILE_BYTES``, the files past
+``DIFF_MAX_FILES`` and those past the change's ``DIFF_MAX_BYTES`` are summarised ("too large to
+show"), never sent whole. The unified diff (``text``: the download, the review prompt) is git's own
+``git diff`` of the files shown, made only when it is asked for. Everything in a change (paths,
+content) is the agent's: the caller escapes it wherever it is shown.
+
+A diff between two commits never changes, so the read is cached by the commits' ids (the default
+branch's and the branch's heads: the base is their merge-base): a change seen before costs the
+refs' lookup and the cache's read.
 """
 
 import gc
 import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
+import pygit2
 from django.core.cache import cache
-from unidiff import PatchSet
+from pygit2.enums import DiffFind, DiffOption
 
 from board.models import Task
 from config.api.errors import DomainError
@@ -40,12 +46,11 @@ DIFF_MAX_FILES = 500
 DIFF_MAX_FILE_BYTES = 1024 * 1024  # either side of one file, as stored in git
 DIFF_MAX_BYTES = 16 * 1024 * 1024  # all the files shown, added up the same way
 CACHE_SECONDS = 24 * 3600
-CACHE_MAX_CHARS = 4 * 1024 * 1024  # a larger change is read again each time rather than held
+CACHE_MAX_BYTES = 4 * 1024 * 1024  # a larger change is read again each time rather than held
 
 # A diff never runs a program the repository's config or attributes name (an agent can write both).
 _DIFF_FLAGS = ("-c", "core.quotePath=false", "diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M")
 _STATUS = {"A": "added", "M": "modified", "T": "modified", "D": "deleted", "R": "renamed", "C": "added"}
-_NULL_SHA = "0" * 40
 
 
 _KIND = {"+": "added", "-": "removed", " ": "context"}
@@ -76,11 +81,17 @@ class TaskChange:
     base_commit: str
     head_commit: str
     files: list[DiffFile]
-    text: str  # the unified diff of the files shown, after a preamble naming the summarised ones
+    path: str = field(repr=False, default="")  # the clone
 
     @property
     def summarised(self) -> list[DiffFile]:
         return [f for f in self.files if f.too_large]
+
+    @cached_property
+    def text(self) -> str:
+        """The unified diff of the files shown, after a preamble naming the summarised ones: git's own,
+        made on the first ask (the download, a review prompt) and cached as the read is."""
+        return task_change_text(path=self.path, base=self.base_commit, head=self.head_commit, files=self.files)
 
 
 def task_branch_name(*, task: Task) -> str:
@@ -115,8 +126,7 @@ def task_change_source(*, task: Task) -> tuple[str, str, str, str | None]:
         raise DomainError(f"The clone of {repository.name} is not on this server any more.", code="conflict")
     branch = task_branch_name(task=task)
     default = repository.default_branch
-    # One git call for the three refs; the default branch as the clone has it, else as its origin has
-    # it (a clone made for the server).
+    # The default branch as the clone has it, else as its origin has it (a clone made for the server).
     refs = refs_resolve(
         repository.path, [f"refs/heads/{branch}", f"refs/heads/{default}", f"refs/remotes/origin/{default}"]
     )
@@ -132,7 +142,8 @@ def task_change_source(*, task: Task) -> tuple[str, str, str, str | None]:
 
 
 def task_change(*, task: Task, parse: bool = True) -> TaskChange:
-    """The task's change; ``parse`` adds each shown file's hunks (the JSON form and the page)."""
+    """The task's change, each shown file with its hunks (``parse`` is kept for callers that need
+    the files alone: the hunks come with the read either way, at no extra git)."""
     path, branch, head, tip = task_change_source(task=task)
     base_branch = task.repository.default_branch
     if tip is None:
@@ -142,14 +153,15 @@ def task_change(*, task: Task, parse: bool = True) -> TaskChange:
             code="conflict",
         )
     # Keyed by the two heads, not the base: the base is their merge-base, so a change seen before
-    # needs no git but the refs. A branch or a default branch that moved is another key.
-    read = cache.get(key := _cache_key("task-change", path, tip, head))
+    # needs no merge-base. A branch or a default branch that moved is another key.
+    key = _cache_key("task-change", path, tip, head)
+    with collector_paused():  # unpickling the hunks makes as many objects as reading them
+        read = cache.get(key)
     if read is None:
-        read = _read(path, git_output(path, "merge-base", tip, head).decode().strip(), head)
-        if len(read.patch) <= CACHE_MAX_CHARS:
+        with collector_paused():
+            read = _read(path, tip, head)
+        if read.size <= CACHE_MAX_BYTES:
             cache.set(key, read, timeout=CACHE_SECONDS)
-    if parse:
-        _attach_hunks(path, read, head)
     return TaskChange(
         task_id=task.pk,
         repository=task.repository.name,
@@ -158,131 +170,99 @@ def task_change(*, task: Task, parse: bool = True) -> TaskChange:
         base_commit=read.base,
         head_commit=head,
         files=read.files,
-        text=read.preamble + read.patch,
+        path=path,
     )
 
 
 @dataclass
 class _Read:
-    """What git said of a change, as cached: the files (no hunks), the unified diff of the shown ones
-    and the preamble naming the summarised ones."""
+    """What libgit2 said of a change, as cached: its base and its files with their hunks."""
 
     base: str
     files: list[DiffFile]
-    preamble: str
-    patch: str
+    size: int  # the bytes of the files shown: what decides whether it is cached
 
 
 def _cache_key(kind: str, path: str, old: str, new: str) -> str:
     clone = hashlib.sha256(path.encode()).hexdigest()[:16]
-    return f"{kind}:2:{clone}:{old}:{new}:{DIFF_MAX_FILES}:{DIFF_MAX_FILE_BYTES}:{DIFF_MAX_BYTES}"
+    return f"{kind}:3:{clone}:{old}:{new}:{DIFF_MAX_FILES}:{DIFF_MAX_FILE_BYTES}:{DIFF_MAX_BYTES}"
 
 
-def _read(path: str, base: str, head: str) -> _Read:
-    files, cut = _listing(path, base, head)
-    shown = [f for f in files if not f.too_large]
-    patch = ""
-    counts: dict[str, tuple[int | None, int]] = {}
-    if shown:
-        counts, patch = _numstat_and_patch(path, base, head, _pathspecs(shown) if cut else [])
-        binary = {f.path for f in shown if counts.get(f.path, (0, 0))[0] is None}
-        if binary:  # git printed "Binary files differ" for them: diff the others again without them
-            shown = [f for f in shown if f.path not in binary]
-            patch = _numstat_and_patch(path, base, head, _pathspecs(shown))[1] if shown else ""
-    if cut:  # the files never diffed above: their counts (and which are binary) from a numstat of all
-        every = git_output(path, *_DIFF_FLAGS, "--numstat", "-z", base, head).decode("utf-8", "replace")
-        counts = {**_numstat(every.split("\0")), **counts}
-    for item in files:
-        added, removed = counts.get(item.path, (0, 0))
-        if added is None:
-            item.binary, item.status = True, "binary"
-            item.too_large = "binary file, not shown"
-        else:
-            item.additions, item.deletions = added, removed
-    # Text before the first "diff --git" is commentary to git apply and patch; a path is the agent's,
-    # so a newline in it must not start a line of the diff.
-    preamble = "".join(f"# {_one_line(f.path)}: {f.too_large}\n" for f in files if f.too_large)
-    return _Read(base=base, files=files, preamble=preamble, patch=patch)
-
-
-def _pathspecs(files: list[DiffFile]) -> list[str]:
-    return ["--", *(f":(literal){p}" for f in files for p in (f.old_path, f.path) if p)]
-
-
-def _numstat_and_patch(path: str, base: str, head: str, pathspecs: list[str]) -> tuple[dict, str]:
-    """One content diff: ``--numstat -z`` entries, an empty one, then the patch (which may hold any
-    byte, so only the entries before it are split at NUL)."""
-    raw = git_output(path, *_DIFF_FLAGS, "--numstat", "-z", "--patch", base, head, *pathspecs)
-    fields: list[str] = []
-    position = 0
-    while position < len(raw):
-        end = raw.find(b"\0", position)
-        if end < 0:
-            break
-        field = raw[position:end].decode("utf-8", "replace")
-        position = end + 1
-        if field == "":  # after the last entry (a path is never empty)
-            break
-        fields.append(field)
-    return _numstat(fields + [""]), raw[position:].decode("utf-8", "replace")
-
-
-def _one_line(text: str) -> str:
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+def _repository(path: str) -> pygit2.Repository:
+    try:
+        return pygit2.Repository(path)
+    except pygit2.GitError as exc:
+        raise DomainError(
+            f"The clone at this repository's path cannot be read as git: {exc}", code="conflict"
+        ) from None
 
 
 def refs_resolve(path: str, names: list[str]) -> dict[str, str]:
-    """ref name -> commit, for those of ``names`` that exist (``for-each-ref`` also lists refs under a
-    name, ``main/x`` under ``main``: only exact names are kept)."""
-    listing = git_output(path, "for-each-ref", "--format=%(objectname) %(refname)", *names).decode("utf-8", "replace")
-    wanted = set(names)
+    """ref name -> commit, for those of ``names`` that exist."""
+    references = _repository(path).references
     found: dict[str, str] = {}
-    for line in listing.splitlines():
-        sha, _, name = line.partition(" ")
-        if name in wanted:
-            found[name] = sha
+    for name in names:
+        reference = references.get(name)
+        if reference is not None:
+            found[name] = str(reference.resolve().target)
     return found
 
 
-def _listing(path: str, base: str, head: str) -> tuple[list[DiffFile], bool]:
-    """Every file the change touches with its status and sizes, the ones that do not fit marked
-    ``too_large``; and whether any was. Git compares the trees only (``--raw``): no file is diffed
-    here (renames aside), so a 50 MB file costs nothing yet."""
-    listing = git_output(path, *_DIFF_FLAGS, "--raw", "-z", "--no-abbrev", base, head)
-    fields = listing.decode("utf-8", "replace").split("\0")
-    files: list[DiffFile] = []
-    blobs: list[tuple[str, str]] = []
-    index = 0
-    while index < len(fields) - 1 and fields[index].startswith(":"):
-        meta = fields[index].lstrip(":").split()
-        index += 1
-        if len(meta) < 5:
-            continue
-        letter = meta[4][:1]
-        old_path = None
-        if letter in ("R", "C"):
-            old_path, new_path = fields[index], fields[index + 1]
-            index += 2
-        else:
-            new_path = fields[index]
-            index += 1
-        files.append(
-            DiffFile(
-                path=new_path,
-                old_path=old_path if letter == "R" else None,
-                status=_STATUS.get(letter, "modified"),
-                additions=0,
-                deletions=0,
+def _read(path: str, tip: str, head: str) -> _Read:
+    repository = _repository(path)
+    try:
+        base = repository.merge_base(pygit2.Oid(hex=tip), pygit2.Oid(hex=head))
+        if base is None:
+            raise DomainError(
+                "The task's branch and the default branch share no commit: there is no base.", code="conflict"
             )
+        # As git diff does by default: hunks slid to where an indented block begins and ends.
+        diff = repository.diff(
+            repository[base].peel(pygit2.Tree),
+            repository[head].peel(pygit2.Tree),
+            flags=DiffOption.INDENT_HEURISTIC,
+            context_lines=3,
         )
-        blobs.append((meta[2], meta[3]))
-    sizes = _sizes(path, {sha for pair in blobs for sha in pair if sha != _NULL_SHA})
+        diff.find_similar(flags=DiffFind.FIND_RENAMES)  # git diff -M: renames at 50 % alike
+        files, shown = _listing(repository, diff)
+        for index, item in shown:
+            _attach(item, diff[index])
+    except pygit2.GitError as exc:
+        raise DomainError(f"git could not read the task's change: {exc}", code="conflict") from None
+    cut = [item for item in files if item.too_large and not item.binary]
+    if cut:  # the files never diffed: their line counts from git, which reads them without holding them
+        counts = _numstat(str(base), head, path, cut)
+        for item in cut:
+            added, removed = counts.get(item.path, (0, 0))
+            if added is None:
+                item.binary, item.status, item.too_large = True, "binary", "binary file, not shown"
+            else:
+                item.additions, item.deletions = added, removed
+    size = sum(max(item.old_size, item.new_size) for item in files if not item.too_large)
+    return _Read(base=str(base), files=files, size=size)
+
+
+def _listing(repository: pygit2.Repository, diff: pygit2.Diff) -> tuple[list[DiffFile], list[tuple[int, DiffFile]]]:
+    """Every file the change touches with its status and sizes, those that do not fit marked
+    ``too_large``; and the others with their place in ``diff``. No file is diffed here."""
+    files: list[DiffFile] = []
+    shown: list[tuple[int, DiffFile]] = []
     total = 0
-    cut = False
-    for position, (item, (old_sha, new_sha)) in enumerate(zip(files, blobs, strict=True)):
-        item.old_size, item.new_size = sizes.get(old_sha, 0), sizes.get(new_sha, 0)
+    odb = repository.odb
+    for index, delta in enumerate(diff.deltas):
+        letter = delta.status_char()
+        old, new = delta.old_file, delta.new_file
+        item = DiffFile(
+            path=_path(new),
+            old_path=_path(old) if letter == "R" else None,
+            status=_STATUS.get(letter, "modified"),
+            additions=0,
+            deletions=0,
+            old_size=_size(odb, old) if letter != "A" else 0,
+            new_size=_size(odb, new) if letter != "D" else 0,
+        )
         largest = max(item.old_size, item.new_size)
-        if position >= DIFF_MAX_FILES:
+        if index >= DIFF_MAX_FILES:
             item.too_large = f"too large to show: the change has more than {DIFF_MAX_FILES} files"
         elif largest > DIFF_MAX_FILE_BYTES:
             item.too_large = f"too large to show: {largest} bytes (the limit is {DIFF_MAX_FILE_BYTES} per file)"
@@ -290,11 +270,93 @@ def _listing(path: str, base: str, head: str) -> tuple[list[DiffFile], bool]:
             item.too_large = f"too large to show: the change is past {DIFF_MAX_BYTES} bytes"
         else:
             total += largest  # a binary file too: which are binary is known once they are diffed
-        cut = cut or bool(item.too_large)
-    return files, cut
+            shown.append((index, item))
+        files.append(item)
+    return files, shown
 
 
-def _numstat(fields: list[str]) -> dict[str, tuple[int | None, int]]:
+def _path(side: pygit2.DiffFile) -> str:
+    return side.raw_path.decode("utf-8", "replace")
+
+
+def _size(odb: pygit2.Odb, side: pygit2.DiffFile) -> int:
+    try:
+        return odb.read_header(side.id)[1]
+    except (KeyError, pygit2.GitError):  # a submodule's commit: not in this repository
+        return 0
+
+
+def _attach(item: DiffFile, patch: pygit2.Patch) -> None:
+    """``item``'s counts and hunks from its patch, or it summarised as binary."""
+    if patch.delta.is_binary:
+        item.binary, item.status, item.too_large = True, "binary", "binary file, not shown"
+        return
+    _, item.additions, item.deletions = patch.line_stats
+    item.hunks = [
+        {
+            "header": _section(hunk.header),
+            "old_start": hunk.old_start,
+            "old_lines": hunk.old_lines,
+            "new_start": hunk.new_start,
+            "new_lines": hunk.new_lines,
+            "lines": [
+                {
+                    "kind": _KIND[line.origin],
+                    "old": line.old_lineno if line.old_lineno >= 0 else None,
+                    "new": line.new_lineno if line.new_lineno >= 0 else None,
+                    "text": line.content.rstrip("\n"),
+                }
+                for line in hunk.lines
+                if line.origin in _KIND  # not the "no newline at end of file" marks
+            ],
+        }
+        for hunk in patch.hunks
+    ]
+
+
+def _section(header: str) -> str:
+    """What follows a hunk's ``@@ -a,b +c,d @@``: the function or heading it is in (git's funcname)."""
+    after = header.split("@@", 2)[-1] if header.count("@@") >= 2 else ""
+    return after.removeprefix(" ").rstrip("\n")
+
+
+def _numstat(base: str, head: str, path: str, files: list[DiffFile]) -> dict[str, tuple[int | None, int]]:
+    """new path -> (additions, deletions) of ``files`` by ``git diff --numstat``; (None, 0) for a binary one."""
+    fields = git_output(path, *_DIFF_FLAGS, "--numstat", "-z", base, head, *_pathspecs(files)).decode(
+        "utf-8", "replace"
+    )
+    return _numstat_fields(fields.split("\0"))
+
+
+def task_change_text(*, path: str, base: str, head: str, files: list[DiffFile]) -> str:
+    """git's unified diff of the shown files of a change, after a ``# path: why`` line for each
+    summarised one. Text before the first "diff --git" is commentary to git apply and patch; a path
+    is the agent's, so a newline in it must not start a line of the diff."""
+    key = _cache_key("task-change-text", path, base, head)
+    text = cache.get(key)
+    if text is not None:
+        return text
+    shown = [item for item in files if not item.too_large]
+    patch = ""
+    if shown:
+        pathspecs = _pathspecs(shown) if len(shown) < len(files) else []
+        patch = git_output(path, *_DIFF_FLAGS, base, head, *pathspecs).decode("utf-8", "replace")
+    preamble = "".join(f"# {_one_line(item.path)}: {item.too_large}\n" for item in files if item.too_large)
+    text = preamble + patch
+    if len(text) <= CACHE_MAX_BYTES:
+        cache.set(key, text, timeout=CACHE_SECONDS)
+    return text
+
+
+def _pathspecs(files: list[DiffFile]) -> list[str]:
+    return ["--", *(f":(literal){p}" for f in files for p in (f.old_path, f.path) if p)]
+
+
+def _one_line(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _numstat_fields(fields: list[str]) -> dict[str, tuple[int | None, int]]:
     """``--numstat -z`` split at NUL: new path -> (additions, deletions); (None, 0) for a binary file."""
     counts: dict[str, tuple[int | None, int]] = {}
     index = 0
@@ -315,39 +377,9 @@ def _numstat(fields: list[str]) -> dict[str, tuple[int | None, int]]:
     return counts
 
 
-def _sizes(path: str, shas: set[str]) -> dict[str, int]:
-    if not shas:
-        return {}
-    listing = git_output(
-        path, "cat-file", "--batch-check=%(objectname) %(objectsize)", stdin="\n".join(sorted(shas)).encode() + b"\n"
-    )
-    sizes: dict[str, int] = {}
-    for line in listing.decode().splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():
-            sizes[parts[0]] = int(parts[1])
-    return sizes
-
-
-def _attach_hunks(path: str, read: _Read, head: str) -> None:
-    """Each shown file's hunks, parsed from the patch once per base and head and then cached (a
-    5,000-line change is 5,000 line dicts: unidiff's parse of it costs more than git's diff)."""
-    key = _cache_key("task-change-hunks", path, read.base, head)
-    with _collector_paused():  # unpickling them makes as many objects as parsing them
-        hunks = cache.get(key)
-    if hunks is None:
-        with _collector_paused():
-            hunks = _parse_hunks(read.patch)
-        if len(read.patch) <= CACHE_MAX_CHARS:
-            cache.set(key, hunks, timeout=CACHE_SECONDS)
-    for item in read.files:
-        if not item.too_large:
-            item.hunks = hunks.get(item.path, [])
-
-
 @contextmanager
-def _collector_paused():
-    """The parse makes two objects a diff line, all kept: with the cyclic garbage collector on, its
+def collector_paused():
+    """A read makes two objects a diff line, all kept: with the cyclic garbage collector on, its
     collections (each a walk over the whole process's objects) took a third of it (diff_bench.py).
     None of them is in a cycle; the collector is back on after, as it was."""
     was_on = gc.isenabled()
@@ -357,33 +389,6 @@ def _collector_paused():
     finally:
         if was_on:
             gc.enable()
-
-
-def _parse_hunks(patch: str) -> dict[str, list[dict]]:
-    """new path -> its hunks as plain dicts, from the unified diff."""
-    by_path: dict[str, list[dict]] = {}
-    for patched in PatchSet(patch):
-        by_path[patched.path] = [
-            {
-                "header": hunk.section_header,
-                "old_start": hunk.source_start,
-                "old_lines": hunk.source_length,
-                "new_start": hunk.target_start,
-                "new_lines": hunk.target_length,
-                "lines": [
-                    {
-                        "kind": _KIND[line.line_type],
-                        "old": line.source_line_no,
-                        "new": line.target_line_no,
-                        "text": line.value.rstrip("\n"),
-                    }
-                    for line in hunk
-                    if line.line_type in _KIND
-                ],
-            }
-            for hunk in patched
-        ]
-    return by_path
 
 
 def diff_lines(item: DiffFile) -> set[int]:

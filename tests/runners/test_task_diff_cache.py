@@ -1,7 +1,8 @@
-"""runners.task_diff's cost and its cache (issue 25's benchmarks): the files' contents are diffed by
-one git process, a change seen before is read with the refs alone, and a branch or default branch
-that moved is never answered from the cache. Against a real git clone; git's calls are counted by
-wrapping the function that runs them (the real git still runs)."""
+"""runners.task_diff's cost and its cache (issue 25's benchmarks): a change is read by libgit2 in the
+server's process, its unified diff by one git process when asked for, a change seen before from the
+cache alone, and a branch or default branch that moved is never answered from the cache. Against a
+real git clone; git's processes are counted by wrapping the function that runs them (the real git
+still runs)."""
 
 import pytest
 
@@ -47,32 +48,26 @@ def git_calls(monkeypatch):
     return calls
 
 
-def _content_diffs(calls) -> list[tuple[str, ...]]:
-    """The calls that read and diff the files' contents (a patch or line counts), not the trees only."""
-    return [
-        args for args in calls if "diff" in args and ("--patch" in args or "--numstat" in args or "--raw" not in args)
-    ]
-
-
 def _lines(change: task_diff.TaskChange, path: str) -> list[str]:
     [item] = [f for f in change.files if f.path == path]
     return [line["text"] for hunk in item.hunks for line in hunk["lines"] if line["kind"] == "added"]
 
 
-def test_a_change_is_diffed_by_one_git_process_and_then_read_with_the_refs_alone(task, git_calls):
+def test_a_change_is_read_with_no_git_process_its_text_with_one_and_both_then_from_the_cache(task, git_calls):
     first = task_diff.task_change(task=task)
 
-    assert len(_content_diffs(git_calls)) == 1  # the counts and the patch together
+    assert git_calls == []  # libgit2 in this process: refs, merge-base, trees, sizes and hunks
     assert {f.path: (f.additions, f.deletions) for f in first.files} == {"docs/new.md": (1, 0), "src/app.py": (1, 1)}
     assert _lines(first, "src/app.py") == ["line five"]
+    text = first.text
+    assert [args[2] for args in git_calls] == ["diff"] and "+line five" in text  # git's own unified diff
     git_calls.clear()
 
     again = task_diff.task_change(task=task)
-    text = task_diff.task_change(task=task, parse=False).text
 
-    assert [args[0] for args in git_calls] == ["for-each-ref", "for-each-ref"]  # no merge-base, no diff
-    assert again.text == text == first.text and again.base_commit == first.base_commit
+    assert again.text == text and again.base_commit == first.base_commit
     assert _lines(again, "src/app.py") == ["line five"]
+    assert git_calls == []  # the read and the text both from the cache
 
 
 def test_a_new_commit_on_the_branch_is_never_answered_from_the_cache(clone, task):
