@@ -17,7 +17,7 @@ import schemathesis
 from django.apps import apps
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, reject, settings
@@ -127,11 +127,20 @@ OUR_APPS = ("sessions_app", "ledger", "board", "workspaces", "runners", "usage")
 
 
 def row_counts() -> dict[str, int]:
-    return {
-        model._meta.label: model._default_manager.count()
-        for name in OUR_APPS
-        for model in apps.get_app_config(name).get_models()
-    }
+    """Each of our tables' rows, counted in one statement: asked twice for every example (a thousand
+    examples a run), a query per table made this the file's largest cost on PostgreSQL."""
+    tables = sorted(
+        {
+            model._meta.db_table
+            for name in OUR_APPS
+            for model in apps.get_app_config(name).get_models()
+            if model._meta.managed and not model._meta.proxy
+        }
+    )
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(f"(SELECT COUNT(*) FROM {quote(table)})" for table in tables))
+        return dict(zip(tables, cursor.fetchone(), strict=True))
 
 
 @pytest.fixture
