@@ -81,7 +81,7 @@ class TaskChange:
     base_commit: str
     head_commit: str
     files: list[DiffFile]
-    path: str = field(repr=False, default="")  # the clone
+    path: str = field(repr=False)  # the clone
 
     @property
     def summarised(self) -> list[DiffFile]:
@@ -141,9 +141,8 @@ def task_change_source(*, task: Task) -> tuple[str, str, str, str | None]:
     return repository.path, branch, head, tip
 
 
-def task_change(*, task: Task, parse: bool = True) -> TaskChange:
-    """The task's change, each shown file with its hunks (``parse`` is kept for callers that need
-    the files alone: the hunks come with the read either way, at no extra git)."""
+def task_change(*, task: Task) -> TaskChange:
+    """The task's change, each shown file with its hunks (they come with the read, at no extra cost)."""
     path, branch, head, tip = task_change_source(task=task)
     base_branch = task.repository.default_branch
     if tip is None:

@@ -118,7 +118,7 @@ class TaskDiffView(APIView):
                 change = task_change(task=task)
                 body = FastJSONRenderer().render(_change_json(change, review.review_latest(task=task)))
             return HttpResponse(body, content_type="application/json")
-        change = task_change(task=task, parse=False)
+        change = task_change(task=task)
         response = HttpResponse(change.text.encode(), content_type="text/x-diff; charset=utf-8")
         response["X-Content-Type-Options"] = "nosniff"
         return response

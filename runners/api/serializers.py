@@ -242,11 +242,19 @@ class MemoryReport(StrictSerializer):
         return attrs
 
 
-INSTANCE_PATTERN = r"^[A-Za-z0-9_.-]+$"
-INSTANCE_HELP = (
-    "Names this runner process (a new value each start). A long poll that a process since restarted "
-    "left open on the server hands out nothing once another instance has spoken: its answer would go nowhere."
-)
+class InstanceField(serializers.RegexField):
+    """The runner process that asks (a new value each start), on its heartbeat and its polls."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            r"^[A-Za-z0-9_.-]+$",
+            max_length=64,
+            trim_whitespace=False,
+            help_text="Names this runner process (a new value each start). A long poll that a process since "
+            "restarted left open on the server hands out nothing once another instance has spoken: its answer "
+            "would go nowhere.",
+            **kwargs,
+        )
 
 
 class HeartbeatInput(StrictSerializer):
@@ -268,9 +276,7 @@ class HeartbeatInput(StrictSerializer):
     )
     capacity = serializers.IntegerField(required=False, min_value=1, max_value=10_000)
     version = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    instance = serializers.RegexField(
-        INSTANCE_PATTERN, required=False, max_length=64, trim_whitespace=False, help_text=INSTANCE_HELP
-    )
+    instance = InstanceField(required=False)
     draining = serializers.BooleanField(required=False, help_text="Finish the runs held; take no new ones.")
     runs = HeldRunReport(many=True, required=False, help_text="The runs the runner believes it holds.")
     room = RoomField(required=False, allow_null=True, help_text=ROOM_HELP)
@@ -341,9 +347,7 @@ class NextInput(StrictSerializer):
         required=False, default=25, min_value=0, max_value=30, help_text="Seconds to wait for work; 0 answers at once."
     )
     room = RoomField(required=False, allow_null=True, help_text=ROOM_HELP)
-    instance = serializers.RegexField(
-        INSTANCE_PATTERN, required=False, max_length=64, trim_whitespace=False, help_text=INSTANCE_HELP
-    )
+    instance = InstanceField(required=False)
 
 
 class RepositoryBrief(serializers.Serializer):

@@ -79,7 +79,7 @@ def test_a_new_commit_on_the_branch_is_never_answered_from_the_cache(clone, task
 
     assert after.head_commit != before.head_commit
     assert _lines(after, "src/app.py") == ["line five", "line nine"]
-    assert "+line nine" in task_diff.task_change(task=task, parse=False).text
+    assert "+line nine" in task_diff.task_change(task=task).text
 
 
 def test_a_default_branch_that_moved_on_gives_the_base_it_has_now(clone, task):
