@@ -96,8 +96,8 @@ def runs_dispatch(*, actor: Actor, runner: Runner, room: dict[str, int] | None =
     taken: list[Run] = []
     with transaction.atomic():
         runner = Runner.objects.select_for_update().get(pk=runner.pk)
-        if runner.status == Runner.Status.DRAINING or (instance and runner.instance not in ("", instance)):
-            return []
+        if runner.status != Runner.Status.ONLINE or (instance and runner.instance not in ("", instance)):
+            return []  # draining; declared gone (runners/leases.py); or a process since restarted
         free = runner.capacity - Run.objects.filter(runner=runner, status__in=HELD).count()
         if free <= 0:
             return []
@@ -184,3 +184,7 @@ def runner_next(*, actor: Actor, runner: Runner, wait: float, report: dict | Non
         except Runner.DoesNotExist:
             # Deleted meanwhile (in the admin): its key went with it, so this poll ends as its next would.
             raise DomainError(f"Runner {runner.name} was deleted while it waited for work.", code="not_found") from None
+        if runner.status == Runner.Status.OFFLINE:
+            # Declared gone while this poll waited (runners/leases.py): a killed runner's poll, left open on
+            # the server; it ends now rather than looking again for the rest of its wait.
+            return NextResult(runs=[], cancel=[])

@@ -43,14 +43,16 @@ class Expired:
 def runs_expire_leases(*, now: datetime | None = None) -> Expired:
     now = now or timezone.now()
     result = Expired()
-    due = Run.objects.filter(_lapsed(now)).order_by("lease_expires_at", "id")
-    for run_id in list(due.values_list("id", flat=True)):
-        _expire_one(run_id=run_id, now=now, result=result)
+    # Quiet runners first: a killed runner's long poll may still be open on the server, and dispatch
+    # hands an offline runner nothing, so the runs re-queued below never go to it.
     cutoff = now - timedelta(seconds=settings.RUNNER_LEASE_SECONDS)
     quiet = Runner.objects.filter(status__in=[Runner.Status.ONLINE, Runner.Status.DRAINING], last_seen_at__lt=cutoff)
     result.offline = sorted(quiet.values_list("name", flat=True))
     # Re-checked by the UPDATE itself: a runner seen meanwhile stays online.
     quiet.filter(name__in=result.offline).update(status=Runner.Status.OFFLINE, updated_at=now)
+    due = Run.objects.filter(_lapsed(now)).order_by("lease_expires_at", "id")
+    for run_id in list(due.values_list("id", flat=True)):
+        _expire_one(run_id=run_id, now=now, result=result)
     return result
 
 

@@ -237,6 +237,39 @@ def test_a_poll_of_a_runner_process_since_restarted_hands_out_nothing(runner_cli
     assert [r["id"] for r in fresh.json()["runs"]] == [run.pk]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_poll_of_a_runner_declared_gone_ends_and_hands_out_nothing(runner_client, queue_run):
+    """A runner killed for good leaves its long poll open on the server: once the lease expiry has
+    declared the runner offline, that poll takes no run (not the one its loss re-queued) and ends."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from runners.leases import runs_expire_leases
+
+    answers = []
+
+    def killed_runners_poll():
+        try:
+            answers.append(runner_client.post(URL, {"wait": 30, "instance": "killed"}, format="json"))
+        finally:
+            connection.close()  # this thread's own connection
+
+    poller = threading.Thread(target=killed_runners_poll)
+    poller.start()
+    wait_for(lambda: Runner.objects.filter(instance="killed").exists(), message="the poll to be open")
+    # when the runner has not been heard from for a lease, the expiry declares it gone, then a run is queued
+    Runner.objects.filter(pk=runner_client.runner.pk).update(last_seen_at=timezone.now() - timedelta(hours=1))
+    assert runs_expire_leases().offline == ["build-1"]
+    run = queue_run()
+    poller.join(timeout=10)
+
+    # then the poll has ended well before its 30 s, empty, and the run waits for a runner that is there
+    assert not poller.is_alive()
+    assert answers[0].status_code == 200 and answers[0].json() == {"runs": [], "cancel": []}
+    assert Run.objects.get(pk=run.pk).status == "queued"
+
+
 def test_a_resumed_run_says_which_run_and_session_it_resumes(runner_client, queue_run):
     from config.actors import SYSTEM
     from runners.services import run_requeue_lost
