@@ -27,10 +27,11 @@ class FakeApi:
 
     def __init__(self):
         self.reports: list[tuple[str, dict]] = []
+        self.status_after = "queued"  # what the run is by the time the answer is read
 
     def request(self, method, path, json=None, **_):
         self.reports.append((path, json))
-        return Answer({"run": {"status": "queued"}})
+        return Answer({"run": {"status": self.status_after, "attempt": json["attempt"] + 1}})
 
 
 class Clock:
@@ -128,3 +129,26 @@ def test_a_run_the_runner_took_meanwhile_is_left_alone_and_forgotten(runner, clo
     runner._unknown_held(held(7, 1))
     assert runner.api.reports == []
     assert runner.unknown == {}
+
+
+def test_a_hand_back_whose_run_a_poll_already_took_again_is_still_said_to_be_queued_again(runner, clock):
+    # The answer re-reads the run: this runner's own long poll, woken by the run's queueing, may have
+    # taken it already as attempt 2 (seen in CI as "had no record of it; assigned").
+    runner.api.status_after = "assigned"
+    runner._unknown_held(held(7, 1))
+    clock.now += UNKNOWN_GRACE_SECONDS
+    runner._unknown_held(held(7, 1))
+    assert "run 7: this runner had no record of it; handed back, queued again" in runner.console.out.getvalue()
+
+
+def test_a_hand_back_refused_past_the_attempts_says_the_run_failed(runner, clock):
+    # From RUNNER_UNACKNOWLEDGED_MAX_ATTEMPTS on the failure stands: same attempt, status failed.
+    def stands(method, path, json=None, **_):
+        runner.api.reports.append((path, json))
+        return Answer({"run": {"status": "failed", "attempt": json["attempt"]}})
+
+    runner.api.request = stands
+    runner._unknown_held(held(7, 3))
+    clock.now += UNKNOWN_GRACE_SECONDS
+    runner._unknown_held(held(7, 3))
+    assert "run 7: this runner had no record of it; failed" in runner.console.out.getvalue()

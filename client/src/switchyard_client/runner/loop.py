@@ -233,9 +233,12 @@ class Runner:
             }
             try:
                 answer = self.api.request("POST", f"runs/{run_id}/status/", json=body).json()
-                # The server queues a run never started again (its acknowledgement rule).
-                status = (answer.get("run") or {}).get("status") or "failed"
-                outcome = "handed back, queued again" if status == "queued" else status
+                # The server queues a run never started again (its acknowledgement rule), attempt + 1. The
+                # answer shows the run as it is now: a poll of ours may already hold it again (assigned),
+                # so the attempt, not the status, says whether it went back.
+                run = answer.get("run") or {}
+                requeued = int(run.get("attempt") or 0) > attempt
+                outcome = "handed back, queued again" if requeued else run.get("status") or "failed"
                 self.console.say(f"run {run_id}: this runner had no record of it; {outcome}")
             except (SwitchyardError, ValueError):
                 continue  # tried again at the next heartbeat
