@@ -141,31 +141,37 @@ def task_change_source(*, task: Task) -> tuple[str, str, str, str | None]:
     return repository.path, branch, head, tip
 
 
-def task_change(*, task: Task) -> TaskChange:
-    """The task's change, each shown file with its hunks (they come with the read, at no extra cost)."""
+def task_change_heads(*, task: Task) -> tuple[str, str, str, str]:
+    """(clone path, branch, head commit, the default branch's commit) of the task's change; 409 saying
+    why when there is none (as task_change_source) or the default branch is missing."""
     path, branch, head, tip = task_change_source(task=task)
-    base_branch = task.repository.default_branch
     if tip is None:
         raise DomainError(
-            f"The default branch {base_branch!r} of {task.repository.name} does not exist; fix the repository's "
-            "default branch.",
+            f"The default branch {task.repository.default_branch!r} of {task.repository.name} does not exist; fix "
+            "the repository's default branch.",
             code="conflict",
         )
+    return path, branch, head, tip
+
+
+def task_change(*, task: Task) -> TaskChange:
+    """The task's change, each shown file with its hunks (they come with the read, at no extra cost)."""
+    path, branch, head, tip = task_change_heads(task=task)
     # Keyed by the two heads, not the base: the base is their merge-base, so a change seen before
     # needs no merge-base. A branch or a default branch that moved is another key.
-    key = _cache_key("task-change", path, tip, head)
+    key = cache_key("task-change", path, tip, head)
     with collector_paused():  # unpickling the hunks makes as many objects as reading them
         read = cache.get(key)
     if read is None:
         with collector_paused():
-            read = _read(path, tip, head)
+            read = change_read(path, tip, head)
         if read.size <= CACHE_MAX_BYTES:
             cache.set(key, read, timeout=CACHE_SECONDS)
     return TaskChange(
         task_id=task.pk,
         repository=task.repository.name,
         branch=branch,
-        base_branch=base_branch,
+        base_branch=task.repository.default_branch,
         base_commit=read.base,
         head_commit=head,
         files=read.files,
@@ -174,7 +180,7 @@ def task_change(*, task: Task) -> TaskChange:
 
 
 @dataclass
-class _Read:
+class ChangeRead:
     """What libgit2 said of a change, as cached: its base and its files with their hunks."""
 
     base: str
@@ -182,9 +188,15 @@ class _Read:
     size: int  # the bytes of the files shown: what decides whether it is cached
 
 
-def _cache_key(kind: str, path: str, old: str, new: str) -> str:
+def cache_key(kind: str, path: str, old: str, new: str) -> str:
     clone = hashlib.sha256(path.encode()).hexdigest()[:16]
     return f"{kind}:3:{clone}:{old}:{new}:{DIFF_MAX_FILES}:{DIFF_MAX_FILE_BYTES}:{DIFF_MAX_BYTES}"
+
+
+# libgit2 hashes every object it reads to check it against its name (git itself does not, outside
+# fsck): a quarter of a 200-file change's read (bench/diff_bench.py). The diff shows what git would
+# show; the merge and the download are git's own. Process-wide, as libgit2's options are.
+pygit2.settings.enable_strict_hash_verification(False)
 
 
 def _repository(path: str) -> pygit2.Repository:
@@ -207,7 +219,8 @@ def refs_resolve(path: str, names: list[str]) -> dict[str, str]:
     return found
 
 
-def _read(path: str, tip: str, head: str) -> _Read:
+def change_read(path: str, tip: str, head: str) -> ChangeRead:
+    """The change from the merge-base of ``tip`` and ``head`` to ``head`` in the clone at ``path``."""
     repository = _repository(path)
     try:
         base = repository.merge_base(pygit2.Oid(hex=tip), pygit2.Oid(hex=head))
@@ -238,7 +251,7 @@ def _read(path: str, tip: str, head: str) -> _Read:
             else:
                 item.additions, item.deletions = added, removed
     size = sum(max(item.old_size, item.new_size) for item in files if not item.too_large)
-    return _Read(base=str(base), files=files, size=size)
+    return ChangeRead(base=str(base), files=files, size=size)
 
 
 def _listing(repository: pygit2.Repository, diff: pygit2.Diff) -> tuple[list[DiffFile], list[tuple[int, DiffFile]]]:
@@ -331,7 +344,7 @@ def task_change_text(*, path: str, base: str, head: str, files: list[DiffFile]) 
     """git's unified diff of the shown files of a change, after a ``# path: why`` line for each
     summarised one. Text before the first "diff --git" is commentary to git apply and patch; a path
     is the agent's, so a newline in it must not start a line of the diff."""
-    key = _cache_key("task-change-text", path, base, head)
+    key = cache_key("task-change-text", path, base, head)
     text = cache.get(key)
     if text is not None:
         return text

@@ -18,5 +18,7 @@ class FastJSONRenderer(JSONRenderer):
         if data is None:
             return b""
         encoded = orjson.dumps(data, default=_DRF.default, option=orjson.OPT_UTC_Z | orjson.OPT_PASSTHROUGH_SUBCLASS)
+        if encoded.isascii():  # a C pass many times faster than the two searches below (1 MB: 0.04 ms, 1.5)
+            return encoded
         # As DRF does: these two are valid JSON but end a line in JavaScript.
         return encoded.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")

@@ -15,48 +15,22 @@ from config.pages import BOARD
 from runners import review
 from runners.api import review_serializers as s
 from runners.models import TaskReview
-from runners.task_diff import (
-    DIFF_MAX_BYTES,
-    DIFF_MAX_FILE_BYTES,
-    DIFF_MAX_FILES,
-    TaskChange,
-    collector_paused,
-    task_change,
-)
+from runners.task_diff import DIFF_MAX_BYTES, DIFF_MAX_FILE_BYTES, DIFF_MAX_FILES, task_change
+from runners.task_diff_json import EncodedChange, task_change_encoded
 
 _CHANGE_409 = OpenApiResponse(
     description="No change to read: the task has no repository or no branch yet, or its clone is on a runner."
 )
 
 
-def _change_json(change: TaskChange, latest: TaskReview | None) -> dict:
-    files = [
-        {
-            "path": f.path,
-            "old_path": f.old_path,
-            "status": f.status,
-            "additions": f.additions,
-            "deletions": f.deletions,
-            "binary": f.binary,
-            "too_large": f.too_large,
-            "old_size": f.old_size,
-            "new_size": f.new_size,
-            "hunks": f.hunks,
-        }
-        for f in change.files
-    ]
+def _change_json(change: EncodedChange, latest: TaskReview | None) -> dict:
     return {
         "task": change.task_id,
         "repository": change.repository,
         "branch": change.branch,
         "head": change.head_commit,
         "base": {"branch": change.base_branch, "commit": change.base_commit, "how": "merge-base"},
-        "totals": {
-            "files": len(files),
-            "additions": sum(f.additions for f in change.files),
-            "deletions": sum(f.deletions for f in change.files),
-            "summarised": len(change.summarised),
-        },
+        "totals": change.totals,
         "review": None
         if latest is None
         else {
@@ -66,7 +40,7 @@ def _change_json(change: TaskChange, latest: TaskReview | None) -> dict:
             "current": latest.head_commit == change.head_commit,
             "created_at": latest.created_at,
         },
-        "files": files,
+        "files": change.files,
     }
 
 
@@ -111,12 +85,10 @@ class TaskDiffView(APIView):
         task = board_selectors.task_get_for_actor(actor=actor, task_id=task_id)
         review.require_change_reader(actor=actor, task=task)
         if shape == "json":
-            # Not through TaskDiffOutput (its schema): a serializer per line would cost more than git. Read,
-            # built and encoded with the cyclic collector paused: its lines are gone by the time it runs again,
-            # instead of each collection walking them (a 25 ms stall every dozen answers).
-            with collector_paused():
-                change = task_change(task=task)
-                body = FastJSONRenderer().render(_change_json(change, review.review_latest(task=task)))
+            # Not through TaskDiffOutput (its schema): a serializer per line would cost more than git. The
+            # files come encoded (runners/task_diff_json.py).
+            change = task_change_encoded(task=task)
+            body = FastJSONRenderer().render(_change_json(change, review.review_latest(task=task)))
             return HttpResponse(body, content_type="application/json")
         change = task_change(task=task)
         response = HttpResponse(change.text.encode(), content_type="text/x-diff; charset=utf-8")

@@ -34,3 +34,19 @@ def test_the_same_bytes_as_drfs_json_renderer():
 
 def test_nothing_renders_as_nothing():
     assert FastJSONRenderer().render(None) == JSONRenderer().render(None) == b""
+
+
+def test_an_ascii_answer_the_same_bytes_too():
+    # An answer of plain ASCII skips the search for U+2028 and U+2029 (none can be in it).
+    data = {key: value for key, value in DATA.items() if key not in ("path", "text", "nested")}
+    assert FastJSONRenderer().render(data).isascii()
+    assert FastJSONRenderer().render(data) == JSONRenderer().render(data)
+
+
+def test_an_embedded_fragment_is_sent_as_it_is():
+    import orjson
+
+    files = FastJSONRenderer().render([{"text": "a\u2028b"}])
+    assert FastJSONRenderer().render({"files": orjson.Fragment(files)}) == JSONRenderer().render(
+        {"files": [{"text": "a\u2028b"}]}
+    )

@@ -4,10 +4,11 @@ cache alone, and a branch or default branch that moved is never answered from th
 real git clone; git's processes are counted by wrapping the function that runs them (the real git
 still runs)."""
 
+import orjson
 import pytest
 
 from board.models import Task
-from runners import task_diff
+from runners import task_diff, task_diff_json
 from tests.factories import TaskFactory
 from tests.runners.test_task_review_api import APP, commit, git
 from workspaces.worktrees.services import repository_register
@@ -93,3 +94,47 @@ def test_a_default_branch_that_moved_on_gives_the_base_it_has_now(clone, task):
     assert after.base_commit != before.base_commit  # the merge-base moved with main
     assert [f.path for f in after.files] == ["docs/new.md"]  # what main already has is not the task's now
     assert _lines(after, "docs/new.md") == ["# newer"]
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """How many times libgit2 read a change (task_diff.change_read), through the JSON's module."""
+    calls: list[tuple[str, str]] = []
+    real = task_diff_json.change_read
+
+    def counting(path, tip, head):
+        calls.append((tip, head))
+        return real(path, tip, head)
+
+    monkeypatch.setattr(task_diff_json, "change_read", counting)
+    return calls
+
+
+def _encoded_files(task) -> list[dict]:
+    return orjson.loads(orjson.dumps(task_diff_json.task_change_encoded(task=task).files))
+
+
+def test_the_jsons_files_are_the_read_encoded_and_a_change_seen_before_is_not_read_again(task, reads):
+    encoded = task_diff_json.task_change_encoded(task=task)
+    change = task_diff.task_change(task=task)
+
+    assert orjson.loads(orjson.dumps(encoded.files)) == [task_diff_json.file_json(item) for item in change.files]
+    assert (encoded.base_commit, encoded.head_commit) == (change.base_commit, change.head_commit)
+    assert encoded.totals == {"files": 2, "additions": 2, "deletions": 1, "summarised": 0}
+    assert len(reads) == 1
+
+    assert _encoded_files(task) == orjson.loads(orjson.dumps(encoded.files))
+    assert len(reads) == 1  # from the cache
+
+
+def test_the_json_of_a_branch_that_moved_is_read_again(clone, task, reads):
+    before = task_diff_json.task_change_encoded(task=task)
+    git(clone, "checkout", "-q", f"task-{task.pk}")
+    commit(clone, {"src/app.py": APP.replace("line 5\n", "line five\n").replace("line 9\n", "line nine\n")}, "Run 2")
+
+    after = task_diff_json.task_change_encoded(task=task)
+
+    assert after.head_commit != before.head_commit and len(reads) == 2
+    [app] = [f for f in _encoded_files(task) if f["path"] == "src/app.py"]
+    added = [line["text"] for hunk in app["hunks"] for line in hunk["lines"] if line["kind"] == "added"]
+    assert added == ["line five", "line nine"]
