@@ -152,9 +152,14 @@ def assert_the_whole_session_landed() -> None:
     assert display == {"hook": "MessageDisplay", "messages": 1, "deltas": 2}
 
 
+# What lands, not how fast: the hook's own budget (0.8 s) turns an answer slowed by a loaded machine
+# into a spooled request (seen in CI); tests/client/test_hook.py holds the budget itself.
+LANDS_BUDGET = 10
+
+
 def test_every_hook_event_of_a_session_lands_as_its_table_says(hook, sy_server):
     for payload in one_session():
-        code, stderr, _ = hook(payload, url=sy_server.url)
+        code, stderr, _ = hook(payload, url=sy_server.url, budget=LANDS_BUDGET)
         assert (code, stderr) == (0, ""), payload["hook_event_name"]
 
     assert_the_whole_session_landed()
@@ -195,7 +200,7 @@ def test_interleaved_subagents_keep_their_own_calls_and_resume_lists_their_open_
         event("PreToolUse", tool_name="Read", tool_input={"file_path": f"{CWD}/y"}, tool_use_id="toolu_m2"),
     ]
     for payload in steps:
-        assert hook(payload, url=sy_server.url)[:2] == (0, ""), payload["hook_event_name"]
+        assert hook(payload, url=sy_server.url, budget=LANDS_BUDGET)[:2] == (0, ""), payload["hook_event_name"]
 
     second = f"{SID}:b7e1d93c05a2f468"
     calls = {c.client_id: (c.session_id, c.status) for c in ToolInvocation.objects.all()}

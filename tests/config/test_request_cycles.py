@@ -123,11 +123,10 @@ def test_a_streamed_download_is_answered_whole_after_the_unlinking(agent_client)
 @pytest.mark.skipif(FRESH, reason="this is the fresh process")
 def test_in_a_fresh_process():
     # when this module's checks run in a process of their own, on a database of their own
-    env = {
-        **os.environ,
-        "SWITCHYARD_FRESH_GC_CHECK": "1",
-        "TEST_DB_SUFFIX": os.environ.get("TEST_DB_SUFFIX", "") + "_gc",
-    }
+    # Not a pytest-xdist worker: config/settings/test.py would give it the next worker's Redis database
+    # (cleared between that worker's tests); it shares its parent's, which waits for it meanwhile.
+    env = {name: value for name, value in os.environ.items() if name != "PYTEST_XDIST_WORKER"}
+    env |= {"SWITCHYARD_FRESH_GC_CHECK": "1", "TEST_DB_SUFFIX": os.environ.get("TEST_DB_SUFFIX", "") + "_gc"}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
         cwd=Path(__file__).resolve().parents[2],
