@@ -73,13 +73,19 @@ class DiffFile:
 
 
 @dataclass
-class TaskChange:
+class ChangeIdentity:
+    """Which change: the task's, in its repository, its branch from the base branch's commit to its head."""
+
     task_id: int
     repository: str
     branch: str
     base_branch: str
     base_commit: str
     head_commit: str
+
+
+@dataclass
+class TaskChange(ChangeIdentity):
     files: list[DiffFile]
     path: str = field(repr=False)  # the clone
 

@@ -17,6 +17,7 @@ from config.api.renderers import FastJSONRenderer
 from runners.task_diff import (
     CACHE_MAX_BYTES,
     CACHE_SECONDS,
+    ChangeIdentity,
     DiffFile,
     cache_key,
     change_read,
@@ -26,13 +27,7 @@ from runners.task_diff import (
 
 
 @dataclass
-class EncodedChange:
-    task_id: int
-    repository: str
-    branch: str
-    base_branch: str
-    base_commit: str
-    head_commit: str
+class EncodedChange(ChangeIdentity):
     totals: dict[str, int]  # files, additions, deletions, summarised
     files: orjson.Fragment  # the JSON array of SPEC §10's file objects
 
