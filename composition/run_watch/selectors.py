@@ -25,6 +25,19 @@ from usage.selectors import usage_by_session
 
 ATTEMPTS_MAX = 50
 TOTALS_READ_MAX = 10  # attempts whose log tail is read for their totals, when usage has none
+# A runner reports a run's end, then ships what the agent's children wrote after its last tick (the
+# client's runner/worker.py), and a final ship that failed is retried then: the raw log is followed
+# this long after the end.
+LOG_LATE_SECONDS = 30
+
+
+def run_log_following(*, run: Run, now=None) -> bool:
+    """Whether the raw log of ``run`` may still grow: it is active, or it ended LOG_LATE_SECONDS ago at most."""
+    if run.is_active:
+        return True
+    if run.ended_at is None:
+        return False
+    return (now or timezone.now()) - run.ended_at < timedelta(seconds=LOG_LATE_SECONDS)
 
 
 @dataclass

@@ -6,7 +6,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from composition.run_watch.selectors import run_watch, watch_digest
+from composition.run_watch.selectors import run_log_following, run_watch, watch_digest
 from config.api.errors import DomainError
 from config.pages import BOARD, page_for
 from runners.models import Run
@@ -53,7 +53,7 @@ def task_run_log(request, task_id: int, run_id: int):
         return HttpResponse(
             "offset must be a byte offset: a whole number, 0 or more.", status=400, content_type="text/plain"
         )
-    context = {"task": task, "run": run, "append": offset is not None}
+    context = {"task": task, "run": run, "append": offset is not None, "following": run_log_following(run=run)}
     if run.session is not None:
         start = offset if offset is not None else session_log_tail_offset(session=run.session, window=DEFAULT_CHUNK)
         context["log"] = session_log_read(session=run.session, offset=start)

@@ -2,6 +2,7 @@
 log, tokens and cost, every attempt; refused to people outside the board's groups; everything the
 agent wrote escaped."""
 
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from composition.run_watch.selectors import LOG_LATE_SECONDS
 from config.actors import SYSTEM
 from config.pages import PRODUCT_OWNERS
 from runners.models import Run
@@ -276,3 +278,25 @@ def test_every_attempt_is_listed_and_a_stop_does_not_say_no_session(owner_client
     assert "600 tokens · $0.0043 · exit 1" in attempts  # the Claude attempt's own totals
     assert "No session works on this task." not in html
     assert "No session works on it now" in html
+
+
+def _log_poller(client, run, offset: int) -> bool:
+    html = client.get(f"/tasks/{run.task.pk}/runs/{run.pk}/log/?offset={offset}").content.decode()
+    return f'id="raw-log-poll-{run.pk}"' in html and "hx-get=" in html
+
+
+def test_the_raw_log_is_followed_a_while_after_the_run_ends_then_left(owner_client, person, runner):
+    # The runner reports the end, then ships what the agent's children wrote after its last tick: a
+    # watcher that stopped at the end missed the last lines (CI: "[demo-agent] done" never showed).
+    run = _running_run(person, runner, provider="demo", log=b"[demo-agent] committed\n")
+    size = len(b"[demo-agent] committed\n")
+    run = run_transition(actor=SYSTEM, run=run, to=Run.Status.SUCCEEDED, exit_code=0)
+    assert _log_poller(owner_client, run, size)  # just ended, everything read: still followed
+
+    _write_log(run, b"[demo-agent] done\n")
+    late = owner_client.get(f"/tasks/{run.task.pk}/runs/{run.pk}/log/?offset={size}").content.decode()
+    assert "[demo-agent] done" in late
+
+    Run.objects.filter(pk=run.pk).update(ended_at=timezone.now() - timedelta(seconds=LOG_LATE_SECONDS + 1))
+    run.refresh_from_db()
+    assert not _log_poller(owner_client, run, size + len(b"[demo-agent] done\n"))  # long over: left alone
