@@ -210,21 +210,28 @@ def test_a_draining_runner_takes_nothing(runner_client, queue_run):
     assert Run.objects.get(pk=run.pk).status == "queued"
 
 
+def _open_poll(runner_client, *, wait: int, instance: str) -> tuple[threading.Thread, list]:
+    """A long poll of the runner process ``instance``, open on the server (in a thread of its own):
+    the thread, and the list its answer is appended to."""
+    answers = []
+
+    def poll():
+        try:
+            answers.append(runner_client.post(URL, {"wait": wait, "instance": instance}, format="json"))
+        finally:
+            connection.close()  # this thread's own connection
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    wait_for(lambda: Runner.objects.filter(instance=instance).exists(), message="the poll to be open")
+    return poller, answers
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_poll_of_a_runner_process_since_restarted_hands_out_nothing(runner_client, queue_run):
     """A killed runner's long poll stays open on the server until it answers, into a closed connection:
     once the restarted process (another instance) has spoken, that poll takes no run."""
-    answers = []
-
-    def first_process_polls():
-        try:
-            answers.append(runner_client.post(URL, {"wait": 3, "instance": "first-process"}, format="json"))
-        finally:
-            connection.close()  # this thread's own connection
-
-    poller = threading.Thread(target=first_process_polls)
-    poller.start()
-    wait_for(lambda: Runner.objects.filter(instance="first-process").exists(), message="the poll to be open")
+    poller, answers = _open_poll(runner_client, wait=3, instance="first-process")
     # when the runner restarts (killed; its poll still open) and a run is queued
     runner_client.post("/api/v1/runners/me/heartbeat/", {"instance": "after-restart"}, format="json")
     run = queue_run()
@@ -247,17 +254,7 @@ def test_a_poll_of_a_runner_declared_gone_ends_and_hands_out_nothing(runner_clie
 
     from runners.leases import runs_expire_leases
 
-    answers = []
-
-    def killed_runners_poll():
-        try:
-            answers.append(runner_client.post(URL, {"wait": 30, "instance": "killed"}, format="json"))
-        finally:
-            connection.close()  # this thread's own connection
-
-    poller = threading.Thread(target=killed_runners_poll)
-    poller.start()
-    wait_for(lambda: Runner.objects.filter(instance="killed").exists(), message="the poll to be open")
+    poller, answers = _open_poll(runner_client, wait=30, instance="killed")
     # when the runner has not been heard from for a lease, the expiry declares it gone, then a run is queued
     Runner.objects.filter(pk=runner_client.runner.pk).update(last_seen_at=timezone.now() - timedelta(hours=1))
     assert runs_expire_leases().offline == ["build-1"]
