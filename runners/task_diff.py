@@ -10,7 +10,9 @@ Read in the server's process by libgit2 (pygit2): the refs, the merge-base, the 
 the blobs' sizes and the shown files' hunks, as files, hunks and lines, with no git process to start
 and no text to parse (each git process cost more than the diff of a 200-file change, and parsing
 git's text twice the diff: bench/diff_bench.py). libgit2 runs no program that a repository's config
-or attributes name (no external diff, no textconv): an agent writes both.
+or attributes name (no external diff, no textconv): an agent writes both. Each shown blob is opened
+once (its size, then whole into libgit2's object cache, where the diff finds it), and the clone is read
+bare when no ``.gitattributes`` of its checkout can apply (runners/task_diff_attributes.py).
 
 Huge changes are cut before any file is diffed: the trees compared (no file read) and the blobs'
 sizes say which files fit, and only those are diffed. A binary file (as git decides it: a NUL byte
@@ -19,6 +21,8 @@ near its start, or its attributes), a file past ``DIFF_MAX_FILE_BYTES``, the fil
 show"), never sent whole. The unified diff (``text``: the download, the review prompt) is git's own
 ``git diff`` of the files shown, made only when it is asked for. Everything in a change (paths,
 content) is the agent's: the caller escapes it wherever it is shown.
+
+About 450 lines: the read, its limits and the unified text are one contract (SPEC §10), kept together.
 
 A diff between two commits never changes, so the read is cached by the commits' ids (the default
 branch's and the branch's heads: the base is their merge-base): a change seen before costs the
@@ -39,6 +43,7 @@ from pygit2.enums import DiffFind, DiffOption, ObjectType
 from board.models import Task
 from config.api.errors import DomainError
 from runners.selectors import task_type
+from runners.task_diff_attributes import attributes_apply, bare, diff_folders
 from workspaces.models import Worktree
 from workspaces.worktrees.git import git_output
 
@@ -236,15 +241,13 @@ def change_read(path: str, tip: str, head: str) -> ChangeRead:
             raise DomainError(
                 "The task's branch and the default branch share no commit: there is no base.", code="conflict"
             )
-        # As git diff does by default: hunks slid to where an indented block begins and ends.
-        diff = repository.diff(
-            repository[base].peel(pygit2.Tree),
-            repository[head].peel(pygit2.Tree),
-            flags=DiffOption.INDENT_HEURISTIC,
-            context_lines=3,
-        )
-        diff.find_similar(flags=DiffFind.FIND_RENAMES)  # git diff -M: renames at 50 % alike
-        files, shown = _listing(repository, diff)
+        # Read bare unless a .gitattributes of the checkout may apply (runners/task_diff_attributes.py).
+        reader = bare(repository)
+        diff = _tree_diff(reader, base, head)
+        if reader is not repository and attributes_apply(repository, diff_folders(diff)):
+            reader = repository
+            diff = _tree_diff(reader, base, head)
+        files, shown = _listing(reader, diff)
         for index, item in shown:
             _attach(item, diff[index])
     except pygit2.GitError as exc:
@@ -260,6 +263,18 @@ def change_read(path: str, tip: str, head: str) -> ChangeRead:
                 item.additions, item.deletions = added, removed
     size = sum(max(item.old_size, item.new_size) for item in files if not item.too_large)
     return ChangeRead(base=str(base), files=files, size=size)
+
+
+def _tree_diff(repository: pygit2.Repository, base: pygit2.Oid, head: str) -> pygit2.Diff:
+    # As git diff does by default: hunks slid to where an indented block begins and ends.
+    diff = repository.diff(
+        repository[base].peel(pygit2.Tree),
+        repository[head].peel(pygit2.Tree),
+        flags=DiffOption.INDENT_HEURISTIC,
+        context_lines=3,
+    )
+    diff.find_similar(flags=DiffFind.FIND_RENAMES)  # git diff -M: renames at 50 % alike
+    return diff
 
 
 def _listing(repository: pygit2.Repository, diff: pygit2.Diff) -> tuple[list[DiffFile], list[tuple[int, DiffFile]]]:

@@ -4,14 +4,17 @@ with a function heading, a rename with an edit, a deletion, a file without a fin
 lines, non-ASCII text and a non-UTF-8 byte, a binary file, an empty file) against `git diff -M
 --numstat` and `git diff -M` parsed by unidiff, the parser the change page used before."""
 
+import re
 import subprocess
 from pathlib import Path
 
+import pygit2
 import pytest
+from django.core.cache import cache
 from unidiff import PatchSet
 
 from board.models import Task
-from runners import task_diff
+from runners import task_diff, task_diff_attributes
 from tests.factories import TaskFactory
 from tests.runners.test_task_review_api import commit, git
 from workspaces.worktrees.services import repository_register
@@ -136,3 +139,53 @@ def test_the_text_is_gits_own_diff_of_the_files_shown(change):
 
     expected = git_text(clone, "diff", "-M", f"main...task-{task.pk}", "--", ":(exclude)logo.png")
     assert read.text == "# logo.png: binary file, not shown\n" + expected
+
+
+def _binary(clone: Path, task) -> tuple[set[str], set[str]]:
+    """The files git's --numstat of the change calls binary ("-" for both counts, a rename by its new
+    path), and those the read does."""
+    lines = git_text(clone, "diff", "-M", "--numstat", f"main...task-{task.pk}").splitlines()
+    renamed = re.compile(r"\{[^{}]* => ([^{}]*)\}")
+    git_binary = {renamed.sub(r"\1", line.split("\t")[2]) for line in lines if line.startswith("-\t-\t")}
+    return git_binary, {f.path for f in task_diff.task_change(task=task).files if f.binary}
+
+
+def test_a_gitattributes_in_a_folder_of_the_change_applies_as_git_applies_it(change):
+    """Read as it is, not bare (runners/task_diff_attributes.py): docs/*.md are binary to git and the read."""
+    clone, task = change
+    (clone / "docs" / ".gitattributes").write_text("*.md -diff\n")
+    git_binary, read_binary = _binary(clone, task)
+    assert git_binary == read_binary == {"docs/handbook.md", "logo.png"}
+
+
+def test_a_gitattributes_only_in_the_index_is_read_alike_bare_or_not(change, monkeypatch):
+    """libgit2 reads a .gitattributes missing on disk from the index, with the checkout or without it
+    (git's diff does not: a difference from git that the bare read neither adds nor removes)."""
+    clone, task = change
+    (clone / ".gitattributes").write_text("windows.txt -diff\n")
+    git(clone, "add", ".gitattributes")
+    (clone / ".gitattributes").unlink()
+    _, read_bare = _binary(clone, task)
+    cache.clear()
+    monkeypatch.setattr(task_diff, "attributes_apply", lambda repository, folders: True)
+    _, read_whole = _binary(clone, task)
+    assert read_bare == read_whole == {"windows.txt", "logo.png"}
+
+
+def test_attributes_apply_only_from_the_folders_of_the_change(change):
+    clone, task = change
+    repository = pygit2.Repository(str(clone))
+    base = repository.merge_base(repository.head.target, repository.references[f"refs/heads/task-{task.pk}"].target)
+    diff = repository.diff(repository[base], repository.references[f"refs/heads/task-{task.pk}"].peel(pygit2.Tree))
+    folders = task_diff_attributes.diff_folders(diff)
+    assert folders == {b"", b"src", b"docs", b"old"}
+    assert not task_diff_attributes.attributes_apply(repository, folders)
+
+    (clone / "elsewhere").mkdir()
+    (clone / "elsewhere" / ".gitattributes").write_text("* -diff\n")  # no file of the change is there
+    assert not task_diff_attributes.attributes_apply(repository, folders)
+    assert task_diff.task_change(task=task).files[0].hunks  # nothing binary but the image
+    assert {f.path for f in task_diff.task_change(task=task).files if f.binary} == {"logo.png"}
+
+    (clone / "src" / ".gitattributes").write_text("*.py -diff\n")
+    assert task_diff_attributes.attributes_apply(repository, folders)
