@@ -220,6 +220,9 @@ def test_an_idle_run_has_no_thread_of_its_own_and_a_cancel_still_reaches_it_at_o
     runner = runner_env()
     run = queue(person, description="quiet: 60")
     wait_for(lambda: run_status(run, "running"), timeout=60, what="the run to start", runner=runner)
+    # Its first lines shipped: the agent is up and minds SIGTERM (a Python still starting on a busy
+    # machine is quiet too, and would die of the signal before it could say so).
+    wait_for(lambda: state_file(runner_env.root, run).get("shipped", 0) > 0, what="some log", runner=runner)
     wait_for(lambda: _threads(runner) == 5, timeout=15, what="the idle run's thread to end", runner=runner)
 
     # When it is cancelled
