@@ -299,7 +299,18 @@
   function typedIn(field) {
     return field.closest(".task-edit") ? field.value !== field.defaultValue : Boolean(field.value);
   }
+  // The panel fetched again replaces what it showed. A poll of the old content still on its way (the run
+  // watch's, every 2 s) would answer into a part no longer on the page, and htmx would take the parts
+  // kept across redraws (hx-preserve: the raw log, unfolded tool calls) off the page with it: the old
+  // content's polls are called off first. Saves (their POSTs) are left to answer.
+  function abortPanelPolls() {
+    panelBody.querySelectorAll("[hx-get], [data-hx-get]").forEach((elt) => htmx.trigger(elt, "htmx:abort"));
+  }
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.target === panelBody) abortPanelPolls();
+  });
   panel.addEventListener("close", () => {
+    abortPanelPolls();
     panelBody.innerHTML = "";
     const card = panelOpener && document.getElementById(panelOpener.id);
     if (card) card.focus();

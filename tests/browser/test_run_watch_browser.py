@@ -4,11 +4,18 @@ its plan, its tool calls with their input folded), the raw log one click away an
 the elapsed time; an unfolded tool call stays unfolded as the panel redraws; when it ends, the
 attempts list. Desktop and 390 x 844, never wider than the screen."""
 
+import contextlib
+import re
+
+from django.utils import timezone
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
+from runners.models import Run
+from runners.services import runner_key_create
 from tests.browser.conftest import SCREENSHOTS, screenshot
 from tests.browser.test_run_flow_browser import RUNNER, press_run, repository, start_runner, the_run, wait_for  # noqa: F401
-from tests.factories import TaskFactory
+from tests.factories import SessionFactory, TaskFactory
 
 
 def test_an_owner_watches_the_demo_run_live_then_reads_its_attempts(new_page, product_owner, start_runner, repository):  # noqa: F811
@@ -62,3 +69,56 @@ def test_an_owner_watches_the_demo_run_live_then_reads_its_attempts(new_page, pr
     assert width <= 390, f"the page is {width} px wide on a 390 px screen"
     screenshot(phone, "run_watch_3_ended_phone")
     phone.locator(f"#run-watch-{task.pk}").screenshot(path=str(SCREENSHOTS / "run_watch_3_ended_phone_watch.png"))
+
+
+def test_a_late_watch_answer_leaves_the_raw_log_on_the_page(new_page, product_owner):
+    """The panel fetched again (its card moved, or an edit elsewhere) while the old panel's watch poll is
+    still on its way: that answer has nowhere to go, and the open raw log, kept across redraws by
+    hx-preserve, stays on the page (CI: htmx took it off the page along with such an answer, at a run's end)."""
+    # Rows as the run's moves leave them (not through the services: their pushes need no browser here).
+    runner, _, _ = runner_key_create(name="build-1", labels=["linux"], capacity=2)
+    task = TaskFactory(title="Watch me")
+    run = Run.objects.create(
+        task=task,
+        provider="demo",
+        status=Run.Status.RUNNING,
+        runner=runner,
+        session=SessionFactory(),
+        started_at=timezone.now(),
+    )
+
+    page = new_page(product_owner)
+    page.locator(f"#task-{task.pk} .card-title").click()
+    raw = page.locator(f"#task-panel #raw-log-{run.pk}")
+    raw.locator("summary").click()
+    expect(raw).to_contain_text("No log yet")
+
+    # The next watch poll is held on its way back; meanwhile the panel is fetched again, as board.js does.
+    held = []
+    watch = re.compile(r"/tasks/\d+/watch/")
+
+    def hold_the_first(route):  # later polls (the new panel's) go through
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(watch, hold_the_first)
+    for _ in range(200):  # the watch polls every 2 s; the handler runs as Playwright's events are read
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "no watch poll came in 10 s"
+    link = page.locator(f"#task-{task.pk} .card-title").get_attribute("href")
+    page.evaluate(f"() => htmx.ajax('GET', '{link}', {{target: '#task-panel-body', swap: 'innerHTML'}})")
+
+    # The held answer arrives late; the new panel's own next poll is answered after it.
+    with (
+        page.expect_response(
+            lambda r: watch.search(r.url) and r.status == 200 and r.request != held[0].request, timeout=15_000
+        ),
+        contextlib.suppress(PlaywrightError),  # the page called that request off: nothing to answer
+    ):
+        held[0].continue_()
+    expect(raw).to_have_count(1)
+    expect(raw).to_contain_text("No log yet")
