@@ -244,7 +244,7 @@ def change_read(path: str, tip: str, head: str) -> ChangeRead:
         # Read bare unless a .gitattributes of the checkout may apply (runners/task_diff_attributes.py).
         reader = bare(repository)
         diff = _tree_diff(reader, base, head)
-        if reader is not repository and attributes_apply(repository, diff_folders(diff)):
+        if attributes_apply(repository, diff_folders(diff)):  # never for a bare clone
             reader = repository
             diff = _tree_diff(reader, base, head)
         files, shown = _listing(reader, diff)

@@ -184,8 +184,9 @@ def test_attributes_apply_only_from_the_folders_of_the_change(change):
     (clone / "elsewhere").mkdir()
     (clone / "elsewhere" / ".gitattributes").write_text("* -diff\n")  # no file of the change is there
     assert not task_diff_attributes.attributes_apply(repository, folders)
-    assert task_diff.task_change(task=task).files[0].hunks  # nothing binary but the image
-    assert {f.path for f in task_diff.task_change(task=task).files if f.binary} == {"logo.png"}
+    read = task_diff.task_change(task=task)
+    assert read.files[0].hunks
+    assert {f.path for f in read.files if f.binary} == {"logo.png"}  # nothing binary but the image
 
     (clone / "src" / ".gitattributes").write_text("*.py -diff\n")
     assert task_diff_attributes.attributes_apply(repository, folders)
