@@ -105,12 +105,5 @@ def session(agent):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """schemathesis names each operation's item ``test[GET /path]`` but gives every one of them the
-    test function's node id; pytest-xdist schedules by node id, so all operations but one would never
-    run there. Each item gets the node id of its own name, as pytest's parametrized items have (pytest
-    9 keeps it parsed in ``_id``; tests/config/test_api_conformance.py checks the ids are distinct)."""
-    for item in items:
-        if type(item).__name__ == "SchemathesisFunction" and item.nodeid.rpartition("::")[2] != item.name:
-            item._id = type(item._id).parse(f"{item.parent.nodeid}::{item.name}")
     # Last, so that the order pytest-xdist hands files out in is this one (tests/schedule.py).
     longest_first(items)

@@ -133,8 +133,8 @@ def decode(signal: Signal, body: bytes, *, encoding: str, max_records: int) -> M
         except (DecodeError, RecursionError, ValueError) as exc:
             raise BodyInvalid(f"The body is not an OTLP {signal.name} protobuf message: {exc}.") from None
         return message
-    if not body.strip():
-        return message  # an empty export, as an empty protobuf body is
+    if not body:
+        return message  # an empty export, as an empty protobuf body is; blanks alone are not JSON (400)
     try:
         # Plain json, not the API's strict parser: what it refuses (NUL, lone surrogates, huge
         # integers) may sit in fields OTLP says to ignore; the fields read are checked by

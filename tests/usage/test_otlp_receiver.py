@@ -262,6 +262,7 @@ def test_an_empty_export_is_fine(agent_client):
     [
         (b"\xff\xff\xff\xff", PROTOBUF, {}),
         (b"{not json", JSON, {}),
+        (b" \n", JSON, {}),
         (b"[]", JSON, {}),
         (b'{"resourceLogs": "nope"}', JSON, {}),
         (b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"traceId": "zz"}]}]}]}', JSON, {}),
