@@ -97,6 +97,9 @@ OPERATIONS = [
 # runs, in the one worker that runs this file, not at collection in every worker (25 s of CPU each).
 lazy_schema = schemathesis.pytest.from_fixture("operation_schema")
 _APP = WSGIHandler()
+# The whole schema, for the files that check single answers against it (tests/runners/*_schema.py).
+schema = schemathesis.openapi.from_dict(OPENAPI, config=SchemathesisConfig.from_dict(CONFIG))
+schema.app = _APP
 
 
 @pytest.fixture(params=OPERATIONS)
