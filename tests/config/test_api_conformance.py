@@ -108,9 +108,8 @@ def operation_schema(request):
     documented: the coverage phase checks the `Allow` header of a 405 against them)."""
     # schemathesis 4.32's lazy loader reads the item's `_nodeid` (for its reports), which pytest 9 renamed.
     request.node._nodeid = request.node.nodeid
-    method, _, path = request.param.partition(" ")
-    others = [f"{other.upper()} {path}" for other in OPENAPI["paths"][path] if other in OPERATION_KEYS]
-    others.remove(request.param)
+    path = request.param.partition(" ")[2]
+    others = [label for label in OPERATIONS if label.partition(" ")[2] == path and label != request.param]
     # By name, so only the documented ones: the coverage phase's cases of undocumented methods
     # (405s) belong to this item. (A config entry's include-path and include-method would each match.)
     others_off = [{"include-name": others, "enabled": False}] if others else []
@@ -309,7 +308,8 @@ def test_every_operation_conforms_to_the_schema(case, world, in_transaction, req
 
 
 def test_each_operation_is_an_item_with_an_id_of_its_own(request):
-    # pytest-xdist runs items by node id: operations sharing one id would run once (tests/conftest.py).
+    # pytest-xdist runs items by node id: operations sharing one id would run once (schemathesis's own
+    # parametrize gave them one; the operation_schema fixture's params give each its own).
     items = [i for i in request.session.items if i.originalname == "test_every_operation_conforms_to_the_schema"]
     if not items:
         pytest.skip("the operations' items were deselected")
