@@ -14,6 +14,7 @@ from config.api.errors import LEASE_LOST, DomainError
 from config.pages import BOARD, user_may
 from config.run_scope import require_no_claims, require_task
 from config.single_statement import single_statement_atomic
+from config.speed.prepared import prepared_statements
 from ledger.events import event_dispatch, event_record
 from sessions_app.models import Agent, AgentSession
 from workspaces.models import Repository
@@ -109,7 +110,9 @@ def task_create(
 
 
 _CLAIM_SET = "status = %s, assignee_id = %s, session_id = %s, started_at = %s, updated_at = %s, error = ''"
-_CLAIMABLE = "status = %s AND assignee_id IS NULL"
+# The status is written into the SQL, not bound: the ready queue's partial index names it, and a
+# prepared claim (below) keeps one plan with that index only when the statement names it too.
+_CLAIMABLE = f"status = '{Task.Status.READY}' AND assignee_id IS NULL"
 
 
 def _claim_take(
@@ -129,14 +132,15 @@ def _claim_take(
     session_id = session.pk if session else None
     condition = where if checked else f"{_CLAIMABLE} AND {where}"
     update = f"UPDATE {table} SET {_CLAIM_SET} WHERE {condition} RETURNING *"
-    head = [Task.Status.IN_PROGRESS, agent.pk, session_id, now, now] + ([] if checked else [Task.Status.READY])
+    head = [Task.Status.IN_PROGRESS, agent.pk, session_id, now, now]
     if not claim_in_one_statement(db):
         rows = list(Task.objects.raw(update, head + params))
         return _claim_opened(task=rows[0], agent=agent, session=session, actor=actor) if rows else None
     tail = claim_take_params(
         db, agent_id=agent.pk, agent_slug=agent.slug, session_id=session_id, actor=actor.label, now=now
     )
-    rows = list(Task.objects.raw(claim_take_sql(update), head + params + tail))
+    with prepared_statements(db):  # planned once per connection (config/speed/prepared.py)
+        rows = list(Task.objects.raw(claim_take_sql(update), head + params + tail))
     if not rows:
         return None
     task = _claimed(task=rows[0], agent=agent, session=session)
@@ -209,7 +213,7 @@ def _claim_best(
     table = db.ops.quote_name(Task._meta.db_table)
     lock = " FOR UPDATE SKIP LOCKED" if db.features.has_select_for_update_skip_locked else ""
     campaign_filter = " AND campaign_id = %s" if campaign is not None else ""
-    params = [Task.Status.READY, agent.slug] + ([campaign.pk] if campaign is not None else [])
+    params = [agent.slug] + ([campaign.pk] if campaign is not None else [])
     if refused is not None:
         # Tasks the gates leave alone (exceeded budgets): part of the pick both claim paths share.
         for column, ids in (("campaign_id", refused.campaign_ids), ("id", refused.task_ids)):

@@ -104,6 +104,9 @@ def env_database(name: str, default: dict) -> dict:
             "max_size": env_int("DATABASE_POOL_MAX", 10, minimum=1),
             "timeout": 10,
         }
+        # Only the statements config/speed/prepared.py asks for are prepared (Django's own cursors bind
+        # on the client and never prepare); Django's None would turn those off too.
+        config["OPTIONS"]["prepare_threshold"] = 5 if env_bool("DATABASE_PREPARED_STATEMENTS", True) else None
     return config
 
 

@@ -45,6 +45,16 @@ MIRRORED = {
         "Django 5.2.19",
         "config/speed/asgi_handler.py",
     ),
+    "django.db.backends.postgresql.base:DatabaseWrapper.create_cursor": (
+        "5309d92ffca3e8718d0054b64fcd32ce8fb9cb7f260b914e844d4efcda62f81a",
+        "Django 5.2.19",
+        "config/speed/prepared.py",
+    ),
+    "django.db.backends.postgresql.base:DatabaseWrapper.get_connection_params": (
+        "c3b08b880d604ccb27ea586bcb37425de4c62e0fd4668adb3de445dff1a41835",
+        "Django 5.2.19",
+        "config/speed/prepared.py (prepare_threshold from OPTIONS, config/env.py)",
+    ),
     "asgiref.sync:ThreadSensitiveContext": (
         "da8ec00f861b8bdf79b0d318c32d1c6b844b1fd68e18ff7a70e4cae0990047d6",
         "asgiref 3.13.0",
