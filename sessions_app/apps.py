@@ -8,6 +8,3 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         # Registers the system check that keeps demo passwords out of production.
         from config import demo_passwords  # noqa: F401
-
-        # Registers the OpenAPI description of agent-key authentication.
-        from sessions_app.api import schema  # noqa: F401

@@ -22,13 +22,20 @@ unprepared.
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 
-from django.db.backends.postgresql.base import ServerBindingCursor
 
+@cache
+def _preparing_cursor() -> type:
+    # Made on first use: importing Django's PostgreSQL backend imports psycopg (50-70 ms), which a
+    # process on SQLite never needs.
+    from django.db.backends.postgresql.base import ServerBindingCursor
 
-class _PreparingCursor(ServerBindingCursor):
-    def execute(self, query, params=None, *, prepare=None, binary=None):
-        return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
+    class PreparingCursor(ServerBindingCursor):
+        def execute(self, query, params=None, *, prepare=None, binary=None):
+            return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
+
+    return PreparingCursor
 
 
 @contextmanager
@@ -43,7 +50,7 @@ def prepared_statements(db) -> Iterator[None]:
     db.ensure_connection()
     raw = db.connection
     saved = raw.cursor_factory
-    raw.cursor_factory = _PreparingCursor
+    raw.cursor_factory = _preparing_cursor()
     try:
         yield
     finally:

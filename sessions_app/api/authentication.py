@@ -43,3 +43,9 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return self.keyword
+
+
+# The schema's description of this class (drf-spectacular finds extensions by import). Here rather
+# than in the app's ready(): every API view loads this module (DRF's default authentication), so the
+# schema has it, and a process that serves no API (a Celery worker, a command) skips the 140 ms import.
+from sessions_app.api import schema  # noqa: E402, F401

@@ -28,7 +28,8 @@ def test_schema_documents_the_spec_paths(client, tmp_path):
     target = tmp_path / "schema.yml"
     call_command("spectacular", "--file", str(target), "--fail-on-warn")
 
-    paths = yaml.safe_load(target.read_text())["paths"]
+    schema = yaml.safe_load(target.read_text())
+    paths = schema["paths"]
     for path, method in [
         ("/api/v1/agents/me/", "get"),
         ("/api/v1/agents/me/heartbeat/", "post"),
@@ -48,8 +49,11 @@ def test_schema_documents_the_spec_paths(client, tmp_path):
         ("/api/v1/campaigns/", "post"),
     ]:
         assert method in paths[path], path
-    claim_next = paths["/api/v1/tasks/claim-next/"]["post"]["responses"]
-    assert set(claim_next) >= {"200", "204"}
+    claim_next = paths["/api/v1/tasks/claim-next/"]["post"]
+    assert set(claim_next["responses"]) >= {"200", "204"}
+    # an agent key is a bearer token (sessions_app/api/schema.py, registered by the API's modules)
+    assert schema["components"]["securitySchemes"]["agentKey"]["scheme"] == "bearer"
+    assert {"agentKey": []} in claim_next["security"]
 
 
 def test_schema_and_docs_are_served(client):
