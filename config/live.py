@@ -185,6 +185,11 @@ class LiveHub:
     """
 
     HOLD_SECONDS = 0.05
+    # The hub's membership of its group is written again this often, and whenever a page joins. A
+    # membership is only a row in the layer: Redis drops it after channels_redis's group_expiry (a day)
+    # and with everything else when it restarts or is flushed, and a hub that went on believing it
+    # was joined would push nothing to its pages, with no error, until the last one closed.
+    REJOIN_SECONDS = 60.0
 
     def __init__(self, topic: str, render: Render, companions: Iterable[Callable[[], Awaitable]] = ()) -> None:
         self.topic, self.render, self.companions = topic, render, list(companions)
@@ -201,7 +206,9 @@ class LiveHub:
             if self.retired:
                 return False
             self.pages.add(page)
-            if not self.tasks:
+            if self.tasks:
+                await self.layer.group_add(self.topic, self.channel)  # still joined (see REJOIN_SECONDS)
+            else:
                 self.layer = get_channel_layer()
                 # The default prefix: channels_redis reads all of a process's channels through one key per prefix.
                 self.channel = await self.layer.new_channel()
@@ -212,6 +219,7 @@ class LiveHub:
                 self.tasks = [
                     asyncio.ensure_future(self._receive(self.channel, arrived)),
                     asyncio.ensure_future(self._deliver(arrived)),
+                    asyncio.ensure_future(self._stay_joined(self.channel)),
                     *(asyncio.ensure_future(companion()) for companion in self.companions),
                 ]
             return True
@@ -228,6 +236,16 @@ class LiveHub:
             hubs = _hubs.get(asyncio.get_running_loop(), {})
             if hubs.get(self.topic) is self:
                 del hubs[self.topic]
+
+    async def _stay_joined(self, channel: str) -> None:
+        while True:
+            await asyncio.sleep(self.REJOIN_SECONDS)
+            try:
+                await self.layer.group_add(self.topic, channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("live hub %s: could not renew its membership of the group", self.topic)
 
     async def _receive(self, channel: str, arrived: asyncio.Queue) -> None:
         while True:

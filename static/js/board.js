@@ -287,9 +287,12 @@
     if (verb && verb !== "get" && panelBody.contains(event.detail.elt)) panelSaves.add(event.detail.xhr);
   });
   document.body.addEventListener("htmx:afterRequest", (event) => { panelSaves.delete(event.detail.xhr); });
-  document.body.addEventListener("htmx:afterSettle", (event) => {
+  // Taken over as the answer is swapped in: htmx swaps, then ends the request (afterRequest above),
+  // then settles 20 ms later. Taken at the settle, a push landing in those 20 ms found no save in
+  // flight and an old stamp, and fetched the panel again over what the person did next.
+  document.body.addEventListener("htmx:afterSwap", (event) => {
     const detail = panelBody.querySelector(".task-detail");
-    const part = event.target;  // the swapped-in part (an outerHTML swap settles on the new element)
+    const part = event.target;  // the swapped-in part (an outerHTML swap fires this on the new element)
     if (!detail || !part || !panelBody.contains(part)) return;
     const stamped = part.matches("[data-edited]") ? part : part.querySelector("[data-edited]");
     if (stamped && stamped !== detail) detail.dataset.edited = stamped.dataset.edited;

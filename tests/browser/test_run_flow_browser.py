@@ -317,3 +317,39 @@ def test_a_product_owner_sets_the_repository_and_answers_the_agent_from_the_card
     assert [(e.payload["answer"], e.payload["answered_by"]) for e in events] == [("Green, like the logo.", "olivia")]
     expect(panel.locator(".run-last")).to_contain_text("Succeeded", timeout=10_000)
     screenshot(board, "run_flow_po_ask_2_review")
+
+
+def test_the_push_of_a_save_made_in_the_panel_does_not_fetch_the_panel_again(new_page, product_owner, repository):
+    """The save's answer carries the task's new stamp; its own push (which carries the same) must not
+    make the panel fetch itself again over what the person does next, whenever the push lands."""
+    task = TaskFactory(title="Pick the repository")
+    board = new_page(product_owner)
+    expect(board.locator("#board-live")).to_have_attribute("data-state", "live")
+    board.locator(f"#task-{task.pk} .card-title").click()
+    panel = board.locator("#task-panel")
+    repo_box = panel.locator(f"#task-repo-{task.pk}")
+    expect(repo_box.get_by_label("Repository")).to_have_value("")
+    # htmx settles a swap 20 ms after the request ends; stretched, so the push surely lands before
+    board.evaluate(
+        """() => {
+            htmx.config.defaultSettleDelay = 3000;
+            window.settled = new Promise((done) => document.body.addEventListener("htmx:afterSettle", done, { once: true }));
+        }"""
+    )
+    fetched = []
+    board.on(
+        "request", lambda request: fetched.append(request.url) if request.url.endswith(f"/tasks/{task.pk}/") else None
+    )
+    card = board.locator(f"#task-{task.pk}")
+    shown = card.get_attribute("data-edited")
+
+    repo_box.get_by_label("Repository").select_option(label="shop")
+    repo_box.get_by_role("button", name="Save").click()
+    expect(repo_box).to_contain_text("Saved: runs of this task work in shop")
+    # the push came (the card carries the new stamp) before the answer settled
+    expect(card).not_to_have_attribute("data-edited", shown)
+    assert board.evaluate("Promise.race([window.settled.then(() => 'settled'), 'not yet'])") == "not yet"
+    # then the answer settled, and the panel was never fetched again
+    board.evaluate("window.settled")
+    assert fetched == []
+    expect(repo_box).to_contain_text("Saved: runs of this task work in shop")
