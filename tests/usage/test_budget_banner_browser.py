@@ -11,7 +11,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from board.models import Task
-from tests.browser.conftest import browser_type, engineer, live_app, new_page  # noqa: F401
+from tests.browser.conftest import browser_type, engineer, file_roots, live_app, module_app, new_page  # noqa: F401
 from tests.factories import AgentFactory, CampaignFactory, TaskFactory
 from usage.models import Budget, UsageRecord
 
