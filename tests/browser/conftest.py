@@ -10,10 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from django.test import override_settings
 
 from config.pages import ENGINEERS, PRODUCT_OWNERS
-from tests.browser.server import ServerProcess
+from tests.browser.server import module_server
 from tests.page_users import user_in
 from tests.worker import FILE_ROOTS
 
@@ -68,15 +67,8 @@ def browser_type():
 def module_app(django_db_setup, django_db_blocker, tmp_path_factory):
     """One server for a module's browser tests (a web process's start is 2-3 s of CPU), with file
     roots of its own that each test starts empty (``file_roots`` below)."""
-    base = tmp_path_factory.mktemp("browser-roots")
-    roots = {name: base / name.lower() for name in FILE_ROOTS}
-    roots["EXPORT_ROOT"] = base / "exports"
-    for path in roots.values():
-        path.mkdir()
-    served = {name: roots[name] for name in FILE_ROOTS}
-    with django_db_blocker.unblock(), override_settings(**served, EXPORT_ROOTS=[roots["EXPORT_ROOT"]]):
-        server = ServerProcess(tmp_path_factory.mktemp("browser-server") / "server.log").start()
-    yield server, roots
+    server = module_server(django_db_blocker, tmp_path_factory, "browser")
+    yield server
     server.stop()
 
 
@@ -84,7 +76,7 @@ def module_app(django_db_setup, django_db_blocker, tmp_path_factory):
 def file_roots(settings, module_app):
     """The module's server's roots, emptied (tests/conftest.py's ``file_roots``, for a server that
     outlives the test): what a test writes there is what the server reads."""
-    _, roots = module_app
+    roots = module_app.roots
     for name, path in roots.items():
         for child in path.iterdir():
             if child.is_dir() and not child.is_symlink():
@@ -101,8 +93,7 @@ def file_roots(settings, module_app):
 def live_app(transactional_db, module_app):
     """The app on a free localhost port, against this test's database (the module's server: the
     database is emptied between tests, and its live pages join their topics again)."""
-    server, _ = module_app
-    return server
+    return module_app
 
 
 def person(*groups: str, username: str):

@@ -34,6 +34,7 @@ class ServerProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
+        self.roots: dict[str, Path] = {}  # its file roots, when it has its own (module_server)
 
     def start(self, timeout: float = 60) -> "ServerProcess":
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
@@ -73,11 +74,16 @@ class ServerProcess:
 
 
 def module_server(django_db_blocker, tmp_path_factory, name: str, env: dict | None = None) -> ServerProcess:
-    """A started server for a module's tests, with file roots of its own (for a module-scoped
-    fixture that has ``django_db_setup``; the caller stops it); ``env`` as ServerProcess takes it."""
+    """A started server for a module's tests, with file roots of its own (``.roots``: each of
+    FILE_ROOTS and EXPORT_ROOT, its one export root), for a module-scoped fixture that has
+    ``django_db_setup``; the caller stops it. ``env`` as ServerProcess takes it."""
     base = tmp_path_factory.mktemp(f"{name}-roots")
     roots = {root: base / root.lower() for root in FILE_ROOTS}
+    roots["EXPORT_ROOT"] = base / "exports"
     for path in roots.values():
         path.mkdir()
-    with django_db_blocker.unblock(), override_settings(**roots):
-        return ServerProcess(tmp_path_factory.mktemp(name) / "server.log", env=env).start()
+    served = {root: roots[root] for root in FILE_ROOTS}
+    with django_db_blocker.unblock(), override_settings(**served, EXPORT_ROOTS=[roots["EXPORT_ROOT"]]):
+        server = ServerProcess(tmp_path_factory.mktemp(name) / "server.log", env=env).start()
+    server.roots = roots
+    return server
