@@ -24,13 +24,23 @@ def _claim_statements() -> list[tuple[str, int, int]]:
         return cursor.fetchall()
 
 
+@pytest.fixture
+def new_session():
+    """No statement prepared yet on this test's connection. The pool hands back the session an
+    earlier test on this worker used (a claim through the API, say), statements and all; psycopg
+    drops its own record of them when it sees DEALLOCATE ALL go through."""
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")
+    assert _claim_statements() == []
+
+
 def _claim_next(agent) -> Task | None:
     return services.task_claim_next(actor=Actor(agent=agent), agent=agent)
 
 
 @postgresql_only
 @pytest.mark.django_db(transaction=True)
-def test_claim_next_runs_one_prepared_statement_planned_once_for_the_queue():
+def test_claim_next_runs_one_prepared_statement_planned_once_for_the_queue(new_session):
     # given a ready queue and an agent
     Task.objects.bulk_create([Task(title=f"task {i}", status=Task.Status.READY, rank=i) for i in range(12)])
     agent = AgentFactory(slug="claude-1")
@@ -83,11 +93,10 @@ def test_a_prepared_claim_writes_what_an_unprepared_one_writes(django_assert_num
 
 @postgresql_only
 @pytest.mark.django_db(transaction=True)
-def test_with_prepared_statements_off_the_claim_works_unprepared(monkeypatch):
+def test_with_prepared_statements_off_the_claim_works_unprepared(new_session, monkeypatch):
     # given a connection whose psycopg prepares nothing (DATABASE_PREPARED_STATEMENTS=0)
     Task.objects.bulk_create([Task(title=f"task {i}", status=Task.Status.READY, rank=i) for i in range(3)])
     agent = AgentFactory(slug="claude-1")
-    connection.ensure_connection()
     monkeypatch.setattr(connection.connection, "prepare_threshold", None)
     # when it claims
     task = _claim_next(agent)

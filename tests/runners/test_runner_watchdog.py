@@ -162,15 +162,17 @@ def test_a_runner_restarted_within_the_lease_readopts_its_agent_which_the_watchd
     assert not Event.objects.filter(name="run.lost", subject_id=str(run.pk)).exists()
     # Its watchdog was stopped with the run, and its files are gone.
     wait_for(lambda: not group_alive(state["watchdog_pid"]), timeout=10, what="the watchdog to stop")
-    # The runner forgets the run once the server has its end (it reports first, so a crash loses nothing).
-    wait_for(
-        lambda: not lease.exists() and not (m.root / "runs" / f"{run.pk}.json").exists(),
+    # The runner logs the run's end last: after it reported it and then forgot the run's files
+    # (reporting first, so a crash loses nothing).
+    ended = wait_for(
+        lambda: re.search(rf"run {run.pk} succeeded after ([\d.]+) s", second.output()),
         timeout=10,
-        what="the runner to remove the run's files",
+        what="the runner to log the end",
     )
+    assert not lease.exists() and not (m.root / "runs" / f"{run.pk}.json").exists()
     # The duration logged counts from the agent's start, not from its re-adoption.
     written = lines(m.out)
-    took = float(re.search(rf"run {run.pk} succeeded after ([\d.]+) s", second.output()).group(1))
+    took = float(ended.group(1))
     assert took >= written[-1] - written[0] - 0.1, (took, written[-1] - written[0])
 
 
