@@ -53,7 +53,7 @@ def tool_calls_record(*, session: AgentSession, items: list[IncomingItem]) -> li
             rows.append(
                 ToolInvocation(
                     session=session,
-                    agent_id=session.agent_id,
+                    agent=session.agent,  # the answer names its slug: no query per row
                     tool_name=data["tool_name"],
                     status=status,
                     started_at=started_at,

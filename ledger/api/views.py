@@ -88,10 +88,13 @@ class SessionToolCallsView(ListAPIView):
         policy = tool_call_policy(actor=actor, session=session, items=valid, results=results) if not is_batch else None
         # ... and the verdicts of the gates of apps above the ledger (usage's budgets: ledger/tool_use_gates.py).
         gates = tool_call_gates(session=session, results=results) if not is_batch and not policy else {}
+        # One serializer for every item, as a list serializer keeps one child: a ModelSerializer builds
+        # its fields anew for each instance (1-2 ms of CPU), 50 times what rendering a row costs.
+        output = ToolCallOutput()
         return write_response(
             results=results,
             is_batch=is_batch,
-            render=lambda obj: {**ToolCallOutput(obj).data, **({"policy": policy} if policy else {}), **gates},
+            render=lambda obj: {**output.to_representation(obj), **({"policy": policy} if policy else {}), **gates},
         )
 
 

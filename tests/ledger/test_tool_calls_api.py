@@ -2,6 +2,8 @@ import hashlib
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from ledger.models import ToolInvocation
 from tests.factories import ToolCallFactory
@@ -111,6 +113,22 @@ def test_retrying_a_batch_never_duplicates(agent_client, session):
 
     assert (first.status_code, second.status_code) == (201, 200)
     assert ToolInvocation.objects.count() == 20
+
+
+def test_a_batch_is_written_and_answered_in_as_many_queries_whatever_its_size(agent_client, session):
+    agent_client.get("/api/v1/agents/me/")
+    counts = {}
+    for size in (2, 30):
+        batch = [{"id": f"n{size}-{i}", "tool_name": "Bash", "input": {"i": i}} for i in range(size)]
+        with CaptureQueriesContext(connection) as queries:
+            response = agent_client.post(url(session), batch, format="json")
+        assert response.status_code == 201
+        items = [result["item"] for result in response.json()["results"]]
+        assert [item["client_id"] for item in items] == [f"n{size}-{i}" for i in range(size)]
+        assert {item["agent"] for item in items} == {session.agent.slug}
+        counts[size] = len(queries)
+    # no query per row to name its agent in the answer
+    assert counts[30] == counts[2], counts
 
 
 def test_list_tool_calls_with_status_filter_and_constant_queries(agent_client, session, django_assert_num_queries):
