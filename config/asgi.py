@@ -31,11 +31,13 @@ from django.utils.module_loading import import_string  # noqa: E402
 for name in settings.WEB_STARTUP:
     import_string(name)()
 
+from config.lazy_app import LazyASGIApp  # noqa: E402
 from config.ws_origin import SameOriginValidator  # noqa: E402
 
 # /mcp is MCP's Streamable HTTP transport (sessions_app/mcp_http.py), not a Django view: the SDK's
-# transport streams its answers from its own task group. Named, as config/urls.py names views.
-mcp_http_app = import_string("sessions_app.mcp_http.application")
+# transport streams its answers from its own task group. Named, as config/urls.py names views, and
+# imported on the first /mcp request (config/lazy_app.py): the SDK is a quarter of a web process's start.
+mcp_http_app = LazyASGIApp("sessions_app.mcp_http.application")
 
 
 async def http_app(scope, receive, send):
