@@ -1,5 +1,6 @@
 import pytest
 from django.core.cache import cache
+from django.db import connections
 from rest_framework.test import APIClient
 
 from ledger.webhooks import flag_memo_clear
@@ -8,6 +9,18 @@ from sessions_app.models import AgentApiKey
 from tests.factories import AgentFactory, SessionFactory, UserFactory
 from tests.schedule import longest_first
 from usage.budgets import budgets_exceeded_forget
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's, with PostgreSQL's connection pool closed before the test databases are
+    dropped: its open connections made PostgreSQL refuse the drop ("being accessed by other users"),
+    which left each worker's test database behind."""
+    yield
+    with django_db_blocker.unblock():
+        for connection in connections.all(initialized_only=True):
+            if hasattr(connection, "close_pool"):
+                connection.close_pool()
 
 
 @pytest.fixture(autouse=True)
