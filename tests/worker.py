@@ -18,9 +18,6 @@ from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[1]
-# wait_for's pause between checks: from its interval, half as long again each time, up to this.
-POLL_GROWTH = 1.5
-POLL_MAX_SECONDS = 0.25
 FILE_ROOTS = (
     "WORKSPACE_ROOT",
     "SAVED_REPORTS_ROOT",
@@ -122,14 +119,11 @@ def stop_process(process: subprocess.Popen | None, log=None) -> None:
 
 
 def wait_for(predicate, *, timeout: float = 30, interval: float = 0.05, message: str = "condition"):
-    """Poll until ``predicate()`` is truthy; returns its value. The pause between checks grows from
-    ``interval`` to POLL_MAX_SECONDS: a check is a query or a log read, and at 20 a second the
-    waits of a long wait on a loaded machine cost CPU that the processes waited on need."""
+    """Poll until ``predicate()`` is truthy; returns its value."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-        interval = min(interval * POLL_GROWTH, max(interval, POLL_MAX_SECONDS))
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")

@@ -27,7 +27,7 @@ from runners.services import runner_key_create
 from switchyard_client.runner.process import fenced_kill
 from switchyard_client.runner.state import same_process
 from tests.browser.server import ServerProcess
-from tests.worker import FILE_ROOTS, POLL_GROWTH, POLL_MAX_SECONDS
+from tests.worker import FILE_ROOTS
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -202,7 +202,6 @@ def wait_for(check, *, timeout: float = 30, what: str = "condition", machines=()
         if value:
             return value
         time.sleep(interval)
-        interval = min(interval * POLL_GROWTH, max(interval, POLL_MAX_SECONDS))  # as tests/worker.py's
     detail = "".join(f"\nrunner {m.name} output:\n{m.output()[-6000:]}" for m in machines)
     raise AssertionError(f"timed out waiting for {what}{detail}")
 
