@@ -15,17 +15,11 @@ class LazyASGIApp:
     def __init__(self, name: str) -> None:
         self.name = name  # dotted path of the ASGI app, as settings name middleware
         self._app = None
-        self._lock: asyncio.Lock | None = None
+        self._lock = asyncio.Lock()  # bound to the server's event loop on first use
 
     async def __call__(self, scope, receive, send) -> None:
         if self._app is None:
-            await self._load()
+            async with self._lock:
+                if self._app is None:  # requests that queued on the lock find it loaded
+                    self._app = await asyncio.to_thread(import_string, self.name)
         await self._app(scope, receive, send)
-
-    async def _load(self) -> None:
-        # One event loop per server process: no await between the check and the assignment.
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._app is None:  # requests that queued on the lock find it loaded
-                self._app = await asyncio.to_thread(import_string, self.name)

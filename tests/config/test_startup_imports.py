@@ -1,5 +1,6 @@
-"""What a Django process that serves no API imports when it starts (a Celery worker, a command): the
-tests start about 170 such processes a suite, and production starts one per worker and command."""
+"""What a Django process imports when it starts: one that serves no API (a Celery worker, a command),
+and a web process. The tests start about 170 such processes a suite, and production starts one per
+worker, command and web process."""
 
 import json
 import os
@@ -15,18 +16,28 @@ import django
 django.setup()
 print(json.dumps({name: name in sys.modules for name in sys.argv[1:]}))
 """
+# A web process: the ASGI application, as uvicorn and gunicorn load it.
+WEB_PROBE = """
+import json, sys
+import config.asgi
+print(json.dumps({name: name in sys.modules for name in sys.argv[1:]}))
+"""
+
+
+def _loaded(probe: str, wanted: list[str]) -> dict[str, bool]:
+    """Which of ``wanted`` a fresh process on SQLite has imported once ``probe`` has run."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *wanted], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_setting_django_up_on_sqlite_imports_neither_the_schema_extensions_nor_psycopg():
     # given a process on SQLite (the embedded default) that sets Django up and loads no API view
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
-    env["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    wanted = ["drf_spectacular.extensions", "psycopg", "board.models", "config.speed.prepared"]
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, *wanted], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    loaded = _loaded(PROBE, ["drf_spectacular.extensions", "psycopg", "board.models", "config.speed.prepared"])
     # then the apps are loaded (the models, the claim's module) but not the OpenAPI extensions
     # (registered by the API's modules, 140 ms) nor psycopg (only PostgreSQL's claim needs it)
     assert loaded == {
@@ -35,3 +46,8 @@ def test_setting_django_up_on_sqlite_imports_neither_the_schema_extensions_nor_p
         "board.models": True,
         "config.speed.prepared": True,
     }
+
+
+def test_a_web_process_starts_without_the_mcp_sdk():
+    # /mcp imports it on its first request (config/lazy_app.py)
+    assert _loaded(WEB_PROBE, ["mcp", "sessions_app.mcp_http"]) == {"mcp": False, "sessions_app.mcp_http": False}
