@@ -1,3 +1,7 @@
+import faulthandler
+import os
+import signal
+
 import pytest
 from django.core.cache import cache
 from django.db import connections
@@ -9,6 +13,14 @@ from sessions_app.models import AgentApiKey
 from tests.factories import AgentFactory, SessionFactory, UserFactory
 from tests.schedule import longest_first
 from usage.budgets import budgets_exceeded_forget
+
+
+def pytest_configure(config):
+    # .ci/run stops a suite that outlives its limit with SIGTERM: each of its pytest processes then prints
+    # where every thread was before it ends, so a hang outside any test (pytest-timeout's reach) names
+    # itself. Here, not at import, because conftests are imported while pytest captures fd 2; to a copy of
+    # fd 2, because pytest points fd 2 at its capture file while each test runs.
+    faulthandler.register(signal.SIGTERM, file=os.dup(2), all_threads=True, chain=True)
 
 
 @pytest.fixture(scope="session")
