@@ -53,9 +53,13 @@ run: migrate sandbox-tool
 # start once), the longest files first (tests/schedule.py; --no-loadscope-reorder keeps that order rather
 # than pytest-xdist's most-tests-first); TEST_WORKERS=0 runs it in this process. More workers than cores
 # pay: most of a live test's time is spent waiting on the processes it started.
+# Python's bytecode cache stays on for the tests, in var/pycache, even where the environment turns it off
+# (PYTHONDONTWRITEBYTECODE): without it every Python process a test starts (servers, Celery workers,
+# runners, agents) compiles the project's source again, and every pytest worker its test files.
 TEST_WORKERS ?= 3
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(CURDIR)/var/pycache" \
+	  $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .

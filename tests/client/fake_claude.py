@@ -5,6 +5,7 @@
 user tool_result, result with cost and usage), does its "work" in the current folder, and obeys
 SIGTERM. What it does comes from lines of the prompt (the task's description):
   sleep: N        seconds of work, one progress line every 0.1 s
+  gate: PATH      then work on (a progress line every 0.1 s) until PATH exists: the test says when
   quiet: N        then seconds of work that print nothing (an idle run, for the runner)
   exit: N         the exit code (default 0)
   commit: yes     commit its file in the current git checkout
@@ -67,7 +68,8 @@ def main() -> int:
     say({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}})
     deadline = time.monotonic() + float(option(prompt, "sleep", "0"))
     tick = 0
-    while time.monotonic() < deadline:
+    gate = option(prompt, "gate")
+    while time.monotonic() < deadline or (gate and not os.path.exists(gate)):
         tick += 1
         print(f"working {tick}", flush=True)
         time.sleep(0.1)

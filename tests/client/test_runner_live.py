@@ -238,16 +238,19 @@ def test_an_idle_run_has_no_thread_of_its_own_and_a_cancel_still_reaches_it_at_o
 
 def test_a_killed_runner_readopts_its_live_agent(person, runner_env, as_owner):
     runner = runner_env()
-    run = queue(person, description="sleep: 4")
+    # The agent works until the test opens its gate, however long the second runner takes to start.
+    gate = runner_env.root.parent / "gate"
+    run = queue(person, description=f"gate: {gate}")
     wait_for(lambda: run_status(run, "running"), timeout=60, what="the run to start", runner=runner)
     wait_for(lambda: state_file(runner_env.root, run).get("shipped", 0) > 0, what="some log", runner=runner)
     pid = state_file(runner_env.root, run)["pid"]
     runner.kill9()
     os.killpg(pid, 0)  # the agent lives on without its runner
     second = runner_env()
+    wait_for(lambda: f"run {run.pk} re-adopted" in second.output(), what="the re-adoption", runner=second)
+    gate.touch()
     wait_for(lambda: run_status(run, "succeeded", "failed"), timeout=60, what="the run to end", runner=second)
     assert run.status == "succeeded" and run.attempt == 1, second.output()
-    assert f"run {run.pk} re-adopted" in second.output()
     assert Event.objects.filter(name="run.started", subject_id=str(run.pk)).count() == 1
     # Every line the agent wrote reached the server once: the log is the local file, byte for byte.
     local = (runner_env.root / run.log_path).read_text()

@@ -24,13 +24,22 @@ def _claim_statements() -> list[tuple[str, int, int]]:
         return cursor.fetchall()
 
 
+def _forget_prepared_statements() -> None:
+    """DEALLOCATE ALL on this test's session, and psycopg's record of what it prepared there emptied
+    too: psycopg notices a DEALLOCATE ALL only the first time that text runs on a connection (its
+    check runs when a text enters its cache), and a record naming statements the session no longer
+    has fails the next prepared claim ('prepared statement "_pg3_18" does not exist')."""
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")
+    connection.connection._prepared.clear()  # no public call empties it
+
+
 @pytest.fixture
 def new_session():
     """No statement prepared yet on this test's connection. The pool hands back the session an
-    earlier test on this worker used (a claim through the API, say), statements and all; psycopg
-    drops its own record of them when it sees DEALLOCATE ALL go through."""
-    with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")
+    earlier test on this worker used (a claim through the API, say), statements and all."""
+    _forget_prepared_statements()
     assert _claim_statements() == []
 
 
@@ -103,6 +112,20 @@ def test_with_prepared_statements_off_the_claim_works_unprepared(new_session, mo
     # then the claim went through and nothing was prepared
     assert task.title == "task 0" and task.status == Task.Status.IN_PROGRESS
     assert _claim_statements() == []
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_prepares_again_on_a_session_emptied_twice(new_session):
+    # given a queue, claimed prepared on a session emptied by new_session
+    Task.objects.bulk_create([Task(title=f"task {i}", status=Task.Status.READY, rank=i) for i in range(3)])
+    agent = AgentFactory(slug="claude-1")
+    assert _claim_next(agent).title == "task 0"
+    # when the session is emptied again (the next test's new_session on the pooled session)
+    _forget_prepared_statements()
+    # then the next claim prepares its statement anew instead of naming the one that went
+    assert _claim_next(agent).title == "task 1"
+    assert len(_claim_statements()) == 1
 
 
 def test_the_setting_turns_prepared_statements_on_by_default_and_off_when_asked(monkeypatch):
