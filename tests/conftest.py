@@ -25,14 +25,24 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """pytest-django's, with PostgreSQL's connection pool closed before the test databases are
-    dropped: its open connections made PostgreSQL refuse the drop ("being accessed by other users"),
-    which left each worker's test database behind."""
+    """pytest-django's, with PostgreSQL's connection pool closed and any other session on the test
+    database ended before the test databases are dropped: open connections made PostgreSQL refuse
+    the drop ("being accessed by other users"), which left each worker's test database behind."""
     yield
     with django_db_blocker.unblock():
         for connection in connections.all(initialized_only=True):
             if hasattr(connection, "close_pool"):
                 connection.close_pool()
+            if connection.vendor == "postgresql":
+                # A connection a thread took from the pool and kept (asgiref's executor threads serve
+                # the in-process websocket tests and live on) is not the pool's to close: end its
+                # session, or PostgreSQL refuses the drop ("1 other session using the database").
+                with connection._nodb_cursor() as cursor:
+                    cursor.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE datname = %s AND pid <> pg_backend_pid()",
+                        [connection.settings_dict["NAME"]],
+                    )
 
 
 @pytest.fixture(autouse=True)
