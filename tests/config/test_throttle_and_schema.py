@@ -1,18 +1,25 @@
+from types import SimpleNamespace
+
 import pytest
 import yaml
 from django.core.management import call_command
 
+from config.api import throttling
+
 pytestmark = pytest.mark.django_db
 
 
-def test_a_key_over_its_rate_gets_429_with_retry_after(agent_client, settings):
+def test_a_key_over_its_rate_gets_429_with_retry_after(agent_client, settings, monkeypatch):
     settings.API_KEY_THROTTLE_RATE = "5/min"
+    # The counter is per fixed minute: requests that straddled a minute's end started a new count (a CI
+    # run at xx:59 got seven 200s). The throttle's clock stands 20 s into a minute.
+    monkeypatch.setattr(throttling, "time", SimpleNamespace(time=lambda: 1_800_000_020.0))
 
     codes = [agent_client.get("/api/v1/agents/me/").status_code for _ in range(7)]
 
     assert codes == [200] * 5 + [429] * 2
     response = agent_client.get("/api/v1/agents/me/")
-    assert int(response["Retry-After"]) >= 1
+    assert int(response["Retry-After"]) == 40  # the rest of that minute
     assert "message" in response.json()
 
 
