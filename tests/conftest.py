@@ -34,9 +34,9 @@ def django_db_setup(django_db_setup, django_db_blocker):
             if hasattr(connection, "close_pool"):
                 connection.close_pool()
             if connection.vendor == "postgresql":
-                # A connection a thread took from the pool and kept (asgiref's executor threads serve
-                # the in-process websocket tests and live on) is not the pool's to close: end its
-                # session, or PostgreSQL refuses the drop ("1 other session using the database").
+                # A connection a thread took from the pool and kept (most likely asgiref's executor
+                # threads, which serve the in-process websocket tests and live on) is not the pool's to
+                # close: end its session, or PostgreSQL refuses the drop ("1 other session using it").
                 with connection._nodb_cursor() as cursor:
                     cursor.execute(
                         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
