@@ -374,10 +374,12 @@ def test_the_wrapper_writes_the_exit_code_and_the_log(tmp_path):
 
 def test_stop_group_gives_sigterm_then_sigkill(tmp_path):
     log, exit_file = tmp_path / "job.log", tmp_path / "run.exit"
-    # An agent that saves its work on SIGTERM, and a child that ignores it.
+    # An agent that saves its work on SIGTERM, and a child that ignores it: the agent is ready once the
+    # child says its trap is set (a TERM that came before the trap would end the child, and no KILL be needed).
     script = (
         "import signal, subprocess, sys, time\n"
-        "subprocess.Popen(['sh', '-c', 'trap \"\" TERM; sleep 60'])\n"
+        "child = subprocess.Popen(['sh', '-c', 'trap \"\" TERM; echo trapped; exec sleep 60'], stdout=subprocess.PIPE)\n"
+        "child.stdout.readline()\n"
         "signal.signal(signal.SIGTERM, lambda *a: (print('saving', flush=True), time.sleep(0.3), sys.exit(0)))\n"
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"
