@@ -11,8 +11,10 @@ The socket is taken from httpcore's documented ``trace`` request extension.
 import contextlib
 import socket
 import threading
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:  # imported where a delivery is sent: every Django process loads this module at start
+    import httpx
 
 
 class DeliveryDeadline:
@@ -32,8 +34,10 @@ class DeliveryDeadline:
     def __exit__(self, *exc) -> None:
         self._timer.cancel()
 
-    def timeout(self) -> httpx.Timeout:
+    def timeout(self) -> "httpx.Timeout":
         """Per-operation timeouts, none longer than the whole deadline."""
+        import httpx
+
         return httpx.Timeout(min(self.per_operation, self.seconds))
 
     def extensions(self) -> dict:

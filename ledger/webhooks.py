@@ -39,8 +39,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
@@ -55,6 +55,12 @@ from config.side_effects import after_commit, enqueue_task, registered_task
 from ledger.models import Event, WebhookDelivery, WebhookSubscription
 from ledger.webhook_deadline import DeliveryDeadline, deadline_error
 from ledger.webhook_slack import slack_message_body
+
+if TYPE_CHECKING:
+    # Imported where a delivery is sent (``webhook_deliver``), not here: the admin loads this module in
+    # every Django process (web, Celery worker, command), and httpx's import (its command line's
+    # rich and pygments with it, where installed) was a tenth of such a process's start.
+    import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -290,7 +296,7 @@ def webhook_retry_delay(*, attempts: int, rng: Callable[[], float] = random.rand
     return min(delay * (1 + RETRY_JITTER * rng()), RETRY_CAP_SECONDS)
 
 
-def webhook_deliver(*, delivery_id: int, client: httpx.Client | None = None) -> str:
+def webhook_deliver(*, delivery_id: int, client: "httpx.Client | None" = None) -> str:
     """Send one delivery if it is due and nobody else is sending it. Returns what happened:
     ``succeeded``, ``failed``, ``given_up``, or ``skipped`` (not due, done, or claimed)."""
     now = timezone.now()
@@ -319,6 +325,8 @@ def webhook_deliver(*, delivery_id: int, client: httpx.Client | None = None) -> 
         settings.WEBHOOK_DEADLINE_SECONDS, per_operation=settings.WEBHOOK_TIMEOUT_SECONDS
     ) as deadline:
         if client is None:
+            import httpx
+
             with httpx.Client(timeout=deadline.timeout(), follow_redirects=False) as own_client:
                 attempt = _post(delivery, own_client, deadline)
         else:
@@ -326,7 +334,9 @@ def webhook_deliver(*, delivery_id: int, client: httpx.Client | None = None) -> 
     return _record(delivery, attempt)
 
 
-def _post(delivery: WebhookDelivery, client: httpx.Client, deadline: DeliveryDeadline) -> Attempt:
+def _post(delivery: WebhookDelivery, client: "httpx.Client", deadline: DeliveryDeadline) -> Attempt:
+    import httpx
+
     if delivery.subscription.format == WebhookSubscription.Format.SLACK:
         body = slack_message_body(delivery.event)  # the message Slack's incoming webhooks accept
     else:
@@ -353,7 +363,7 @@ def _post(delivery: WebhookDelivery, client: httpx.Client, deadline: DeliveryDea
     return Attempt(ok=ok, status_code=response.status_code, error=error, excerpt=excerpt)
 
 
-def _excerpt(response: httpx.Response) -> str:
+def _excerpt(response: "httpx.Response") -> str:
     """The start of the answer, without reading a huge body into memory."""
     chunks, size = [], 0
     for chunk in response.iter_bytes():

@@ -4,11 +4,15 @@ and what to do; the token never appears in one (nor in a log: httpx logs no head
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import httpx
 from django.conf import settings
 
 from config.api.errors import DomainError
+
+if TYPE_CHECKING:
+    # Imported where GitHub is called: the admin loads this module in every Django process.
+    import httpx
 
 TIMEOUT_SECONDS = 15
 API_VERSION = "2022-11-28"
@@ -38,7 +42,9 @@ def github_repo_check(value: str) -> str:
     return value
 
 
-def _client(token: str) -> httpx.Client:
+def _client(token: str) -> "httpx.Client":
+    import httpx
+
     return httpx.Client(
         base_url=settings.GITHUB_API_URL,
         timeout=TIMEOUT_SECONDS,
@@ -57,7 +63,7 @@ def _state(body: dict) -> PullRequestState:
     return PullRequestState(number=int(body["number"]), url=str(body["html_url"]), state=state)
 
 
-def _refusal(response: httpx.Response, doing: str) -> DomainError:
+def _refusal(response: "httpx.Response", doing: str) -> DomainError:
     try:
         said = str(response.json().get("message", ""))[:300]
     except ValueError:
@@ -86,7 +92,9 @@ def _refusal(response: httpx.Response, doing: str) -> DomainError:
     )
 
 
-def _call(token: str, method: str, path: str, doing: str, **kwargs) -> httpx.Response:
+def _call(token: str, method: str, path: str, doing: str, **kwargs) -> "httpx.Response":
+    import httpx
+
     try:
         with _client(token) as client:
             return client.request(method, path, **kwargs)

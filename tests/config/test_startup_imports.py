@@ -37,17 +37,30 @@ def _loaded(probe: str, wanted: list[str]) -> dict[str, bool]:
 
 def test_setting_django_up_on_sqlite_imports_neither_the_schema_extensions_nor_psycopg():
     # given a process on SQLite (the embedded default) that sets Django up and loads no API view
-    loaded = _loaded(PROBE, ["drf_spectacular.extensions", "psycopg", "board.models", "config.speed.prepared"])
+    loaded = _loaded(
+        PROBE,
+        ["drf_spectacular.extensions", "psycopg", "httpx", "cryptography", "board.models", "config.speed.prepared"],
+    )
     # then the apps are loaded (the models, the claim's module) but not the OpenAPI extensions
-    # (registered by the API's modules, 140 ms) nor psycopg (only PostgreSQL's claim needs it)
+    # (registered by the API's modules, 140 ms), psycopg (only PostgreSQL's claim needs it), httpx (a
+    # webhook's or GitHub's call imports it; with its command line's rich and pygments, where installed,
+    # 120 ms) nor cryptography (a GitHub token's encryption imports it)
     assert loaded == {
         "drf_spectacular.extensions": False,
         "psycopg": False,
+        "httpx": False,
+        "cryptography": False,
         "board.models": True,
         "config.speed.prepared": True,
     }
 
 
-def test_a_web_process_starts_without_the_mcp_sdk():
-    # /mcp imports it on its first request (config/lazy_app.py)
-    assert _loaded(WEB_PROBE, ["mcp", "sessions_app.mcp_http"]) == {"mcp": False, "sessions_app.mcp_http": False}
+def test_a_web_process_starts_without_the_mcp_sdk_httpx_or_werkzeug():
+    # /mcp imports the SDK on its first request (config/lazy_app.py); a ranged download werkzeug's
+    # header parser (importing werkzeug loads its development server and test client too)
+    assert _loaded(WEB_PROBE, ["mcp", "sessions_app.mcp_http", "httpx", "werkzeug"]) == {
+        "mcp": False,
+        "sessions_app.mcp_http": False,
+        "httpx": False,
+        "werkzeug": False,
+    }

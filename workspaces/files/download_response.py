@@ -4,7 +4,6 @@ download headers of ``download_headers``; a range outside the file is a JSON 416
 import os
 
 from django.http import JsonResponse, StreamingHttpResponse
-from werkzeug.http import parse_range_header
 
 from workspaces.files.download_headers import SANDBOX_CSP, download_headers_apply
 from workspaces.files.uploads import fd_range_content
@@ -17,6 +16,10 @@ def file_response(
     whether the response goes out under ASGI."""
     start, length, status = 0, size, 200
     if range_header:
+        # Imported here, not at the top: importing werkzeug loads its development server and test
+        # client too, and this module is part of every web process's start.
+        from werkzeug.http import parse_range_header
+
         parsed = parse_range_header(range_header)
         window = parsed.range_for_length(size) if parsed is not None and len(parsed.ranges) == 1 else None
         if window is None:
