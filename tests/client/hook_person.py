@@ -29,7 +29,7 @@ def start_hook(tmp_path):
             "SWITCHYARD_URL": url,
             "SWITCHYARD_KEY": key,
             "SWITCHYARD_STATE_DIR": str(tmp_path / f"state-{key[-6:]}"),
-            "SWITCHYARD_HOOK_BUDGET": "5",  # a loaded machine
+            "SWITCHYARD_HOOK_BUDGET": "15",  # a loaded machine: 5 s ran out once, both suites on a slow hour
             "SWITCHYARD_PERMISSION_TIMEOUT": str(timeout),
             **env_extra,
         }
