@@ -121,6 +121,11 @@ def stop_process(process: subprocess.Popen | None, log=None) -> None:
         log.close()
 
 
+# How long an in-process websocket test waits to connect or for a message: channels' default is 1 s, which a
+# connect ran past with both suites side by side on a slow hour.
+WS_TIMEOUT = 10
+
+
 def wait_for(predicate, *, timeout: float = 30, interval: float = 0.05, message: str = "condition"):
     """Poll until ``predicate()`` is truthy; returns its value."""
     deadline = time.monotonic() + timeout

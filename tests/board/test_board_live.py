@@ -19,6 +19,7 @@ from config.asgi import application
 from tests.board.board_helpers import product_owner
 from tests.board.test_sync_service import ORCHESTRATOR, SESSION, snapshot, write_file
 from tests.factories import TaskFactory, UserFactory
+from tests.worker import WS_TIMEOUT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://localhost")  # the origin of the Host below: config/ws_origin.py
@@ -39,23 +40,23 @@ def _communicator(*headers) -> WebsocketCommunicator:
 async def _connected(user) -> WebsocketCommunicator:
     cookie = await database_sync_to_async(_cookie_for)(user)
     communicator = _communicator(ORIGIN, cookie)
-    connected, _ = await communicator.connect()
+    connected, _ = await communicator.connect(timeout=WS_TIMEOUT)
     assert connected
-    hello = json.loads(await communicator.receive_from())
+    hello = json.loads(await communicator.receive_from(timeout=WS_TIMEOUT))
     assert hello["type"] == "hello"
     communicator.hello_seq = hello["seq"]
     return communicator
 
 
 async def _next_push(communicator) -> dict:
-    message = json.loads(await communicator.receive_from(timeout=3))
+    message = json.loads(await communicator.receive_from(timeout=WS_TIMEOUT))
     assert message["type"] == "tasks"
     return message
 
 
 def test_anonymous_is_refused():
     async def scenario():
-        connected, _ = await _communicator(ORIGIN).connect()
+        connected, _ = await _communicator(ORIGIN).connect(timeout=WS_TIMEOUT)
         assert not connected
 
     async_to_sync(scenario)()
@@ -65,7 +66,7 @@ def test_a_user_outside_the_board_groups_is_refused():
     cookie = _cookie_for(UserFactory(username="outsider"))
 
     async def scenario():
-        connected, _ = await _communicator(ORIGIN, cookie).connect()
+        connected, _ = await _communicator(ORIGIN, cookie).connect(timeout=WS_TIMEOUT)
         assert not connected
 
     async_to_sync(scenario)()
@@ -75,7 +76,7 @@ def test_a_wrong_origin_is_refused_even_with_a_good_session():
     cookie = _cookie_for(product_owner())
 
     async def scenario():
-        connected, _ = await _communicator((b"origin", b"http://evil.example"), cookie).connect()
+        connected, _ = await _communicator((b"origin", b"http://evil.example"), cookie).connect(timeout=WS_TIMEOUT)
         assert not connected
 
     async_to_sync(scenario)()

@@ -35,7 +35,11 @@ def _chromium_or_skip() -> str:
 @pytest.fixture(scope="module")
 def browser_type():
     executable = _chromium_or_skip()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # An expectation waits up to 15 s, not Playwright's 5: a page's first fragment took longer with both
+    # suites side by side on a slow hour. A deadline, not a timing: a met expectation returns at once.
+    expect.set_options(timeout=15_000)
 
     # Playwright's sync API keeps an event loop running in this thread while it is open; the
     # ORM calls a test makes between browser steps are still plain sync code. Only for as long
@@ -123,7 +127,7 @@ def new_page(live_app, browser_type):
         context = browser_type.new_context(viewport={"width": width, "height": height}, base_url=live_app.url)
         contexts.append(context)
         page = context.new_page()
-        page.set_default_timeout(10_000)
+        page.set_default_timeout(20_000)
         page.goto("/accounts/login/")
         page.get_by_label("Username").fill(user.username)
         page.get_by_label("Password").fill(PASSWORD)

@@ -33,7 +33,7 @@ def phone_pages(new_page, browser_type, live_app, engineer):
             return opened[who]
         if who == "anonymous":
             opened[who] = browser_type.new_context(viewport=PHONE, base_url=live_app.url).new_page()
-            opened[who].set_default_timeout(10_000)
+            opened[who].set_default_timeout(20_000)
         elif who == "superuser":
             root = person(ENGINEERS, username="root")
             root.is_superuser = True

@@ -8,6 +8,7 @@ from django.test import Client
 from config.asgi import application
 from config.ws_origin import origin_allowed
 from tests.board.board_helpers import product_owner
+from tests.worker import WS_TIMEOUT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,7 +26,7 @@ def _connects(origin: bytes, host: bytes) -> bool:
         communicator = WebsocketCommunicator(
             application, "/ws/board/", headers=[(b"host", host), (b"origin", origin), cookie]
         )
-        connected, _ = await communicator.connect()
+        connected, _ = await communicator.connect(timeout=WS_TIMEOUT)
         if connected:
             await communicator.disconnect()
         return connected
@@ -83,7 +84,7 @@ def test_a_websocket_to_an_unknown_path_is_refused_not_an_error(path):
         communicator = WebsocketCommunicator(
             application, path, headers=[(b"host", b"localhost:8000"), (b"origin", b"http://localhost:8000"), cookie]
         )
-        connected, _ = await communicator.connect()
+        connected, _ = await communicator.connect(timeout=WS_TIMEOUT)
         return connected
 
     assert async_to_sync(scenario)() is False

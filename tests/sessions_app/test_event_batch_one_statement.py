@@ -12,6 +12,7 @@ from config.pages import ENGINEERS
 from sessions_app.models import AgentSession, StreamEvent
 from tests.factories import SessionFactory
 from tests.page_users import user_in
+from tests.worker import WS_TIMEOUT
 
 pytestmark = pytest.mark.django_db
 
@@ -123,7 +124,7 @@ def test_a_batch_arrives_on_the_live_page_after_commit(agent, agent_client):
     async def scenario():
         communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/sessions/live-b/")
         communicator.scope["user"] = engineer
-        connected, _ = await communicator.connect()
+        connected, _ = await communicator.connect(timeout=WS_TIMEOUT)
         assert connected
         # when a batch of two new events is posted
         response = await sync_to_async(agent_client.post)(
@@ -132,7 +133,7 @@ def test_a_batch_arrives_on_the_live_page_after_commit(agent, agent_client):
             format="json",
         )
         assert response.status_code == 201
-        html = await communicator.receive_from(timeout=5)
+        html = await communicator.receive_from(timeout=WS_TIMEOUT)
         await communicator.disconnect()
         return html
 

@@ -11,6 +11,7 @@ from composition.routing import websocket_urlpatterns
 from config.pages import ENGINEERS, PRODUCT_OWNERS
 from tests.factories import SessionFactory
 from tests.page_users import user_in
+from tests.worker import WS_TIMEOUT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +25,7 @@ def _communicator(user, session_id="live-1") -> WebsocketCommunicator:
 def _connects(user, session_id="live-1") -> bool:
     async def attempt():
         communicator = _communicator(user, session_id)
-        connected, _ = await communicator.connect()
+        connected, _ = await communicator.connect(timeout=WS_TIMEOUT)
         await communicator.disconnect()
         return connected
 
@@ -53,13 +54,13 @@ def test_an_event_posted_through_the_api_arrives_as_rendered_html(agent, agent_c
 
     async def scenario():
         communicator = _communicator(engineer)
-        connected, _ = await communicator.connect()
+        connected, _ = await communicator.connect(timeout=WS_TIMEOUT)
         assert connected
         response = await sync_to_async(agent_client.post)(
             "/api/v1/sessions/live-1/events/", {"type": "log", "payload": {"line": "<hello>"}}, format="json"
         )
         assert response.status_code == 201
-        html = await communicator.receive_from(timeout=5)
+        html = await communicator.receive_from(timeout=WS_TIMEOUT)
         await communicator.disconnect()
         return response.json()["seq"], html
 
@@ -76,12 +77,12 @@ def test_a_transition_redraws_the_header_and_the_reply_box(agent, agent_client):
 
     async def scenario():
         communicator = _communicator(engineer)
-        assert (await communicator.connect())[0]
+        assert (await communicator.connect(timeout=WS_TIMEOUT))[0]
         response = await sync_to_async(agent_client.post)(
             "/api/v1/sessions/live-1/transition/", {"status": "waiting_for_input"}, format="json"
         )
         assert response.status_code == 200
-        html = await communicator.receive_from(timeout=5)
+        html = await communicator.receive_from(timeout=WS_TIMEOUT)
         await communicator.disconnect()
         return html
 
@@ -99,16 +100,16 @@ def test_tool_calls_arrive_as_rows_and_are_redrawn_when_they_finish(agent, agent
 
     async def scenario():
         communicator = _communicator(engineer)
-        assert (await communicator.connect())[0]
+        assert (await communicator.connect(timeout=WS_TIMEOUT))[0]
         created = await sync_to_async(agent_client.post)(
             "/api/v1/sessions/live-1/tool-calls/", {"tool_name": "Bash", "input": {"cmd": "ls"}}, format="json"
         )
-        first = await communicator.receive_from(timeout=5)
+        first = await communicator.receive_from(timeout=WS_TIMEOUT)
         call_id = created.json()["id"]
         await sync_to_async(agent_client.patch)(
             f"/api/v1/tool-calls/{call_id}/", {"status": "failure", "error": "boom"}, format="json"
         )
-        second = await communicator.receive_from(timeout=5)
+        second = await communicator.receive_from(timeout=WS_TIMEOUT)
         await communicator.disconnect()
         return call_id, first, second
 

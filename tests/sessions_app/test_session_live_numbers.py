@@ -11,6 +11,7 @@ from config.pages import ENGINEERS
 from tests.factories import SessionFactory
 from tests.page_users import user_in
 from tests.sessions_app.test_session_live import _communicator
+from tests.worker import WS_TIMEOUT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,13 +28,13 @@ def test_the_page_carries_its_number_and_each_push_takes_the_next_one(agent, age
 
     async def scenario():
         communicator = _communicator(engineer)
-        assert (await communicator.connect())[0]
+        assert (await communicator.connect(timeout=WS_TIMEOUT))[0]
         frames = []
         for line in ("one", "two"):
             await sync_to_async(agent_client.post)(
                 "/api/v1/sessions/live-1/events/", {"type": "log", "payload": {"line": line}}, format="json"
             )
-            frames.append(await communicator.receive_from(timeout=5))
+            frames.append(await communicator.receive_from(timeout=WS_TIMEOUT))
         await communicator.disconnect()
         return frames
 

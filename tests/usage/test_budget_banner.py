@@ -22,6 +22,7 @@ from tests.board.board_helpers import product_owner
 from tests.factories import AgentFactory, CampaignFactory, TaskFactory
 from tests.usage import payloads as p
 from tests.usage.budget_helpers import budget_for, work_session
+from tests.worker import WS_TIMEOUT
 from usage.models import Budget
 
 Scope = Budget.Scope
@@ -181,9 +182,9 @@ def test_the_warning_and_the_exceeding_are_pushed_to_an_open_board(agent_client,
         board = WebsocketCommunicator(
             application, "/ws/board/", headers=[(b"host", b"localhost"), (b"origin", b"http://localhost"), cookie]
         )
-        connected, _ = await board.connect()
+        connected, _ = await board.connect(timeout=WS_TIMEOUT)
         assert connected
-        assert json.loads(await board.receive_from())["type"] == "hello"
+        assert json.loads(await board.receive_from(timeout=WS_TIMEOUT))["type"] == "hello"
 
         await database_sync_to_async(_usage)(agent_client, tokens=850, sequence=1)
         warned = await _pushed_card(board, work.task_id)
@@ -200,7 +201,7 @@ def test_the_warning_and_the_exceeding_are_pushed_to_an_open_board(agent_client,
 async def _pushed_card(board, task_id: int) -> str:
     """The next push's HTML of this card (an export may push other cards first)."""
     for _ in range(5):
-        message = json.loads(await board.receive_from(timeout=3))
+        message = json.loads(await board.receive_from(timeout=WS_TIMEOUT))
         if message["type"] == "tasks" and f'id="task-{task_id}"' in message["html"]:
             return message["html"]
     raise AssertionError(f"task {task_id}'s card was not pushed")
