@@ -62,4 +62,4 @@ def test_a_waiting_poll_answers_within_moments_even_with_a_slow_look(runner_clie
     elapsed = time.monotonic() - started
     presser.join(timeout=10)
     assert [r["id"] for r in response.json()["runs"]] == [queued[0].pk]
-    assert 0.4 < elapsed < 3
+    assert 0.4 < elapsed < 10  # woken by the queueing, well before the 20 s wait ends (10 s: a loaded machine)

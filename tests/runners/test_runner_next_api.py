@@ -130,11 +130,11 @@ def test_a_run_queued_while_the_runner_waits_is_handed_out_at_once(runner_client
     # when it polls
     response = next_runs(runner_client, wait=20)
 
-    # then the answer comes within moments of the queueing, not at the end of the wait
+    # then the answer comes after the queueing, well before the end of the 20 s wait (10 s: a loaded machine)
     elapsed = time.monotonic() - started
     presser.join(timeout=10)
     assert [r["id"] for r in response.json()["runs"]] == [queued[0].pk]
-    assert 0.4 < elapsed < 3
+    assert 0.4 < elapsed < 10
 
 
 @pytest.mark.django_db(transaction=True)
