@@ -146,3 +146,22 @@ def screenshot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def element_screenshot(locator, name: str) -> Path:
+    """Keep a screenshot of one element, as screenshot() does a page's.
+
+    A polled element (the run watch) is replaced whole by each answer; a shot that a swap lands in
+    the middle of fails with "not attached", and is taken again from the new element."""
+    from playwright.sync_api import Error
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    for attempt in range(3):
+        try:
+            locator.screenshot(path=str(path))
+            return path
+        except Error as error:
+            if "not attached" not in str(error) or attempt == 2:
+                raise
+    return path

@@ -146,17 +146,17 @@ def test_press_run_watch_it_run_stream_its_log_and_land_in_review_with_its_diff(
     expect(board.locator(f"#task-{task.pk} .badge.run")).to_have_count(0)
     run = the_run(task)
     assert run.status == "succeeded", runner.output()
-    expect(log).to_contain_text("[demo-agent] done", timeout=10_000)
+    expect(log).to_contain_text("[demo-agent] done", timeout=30_000)
 
     # The diff: a .patch link on the session page's run box, and on the card panel's last run.
-    expect(box).to_contain_text("Succeeded", timeout=10_000)
+    expect(box).to_contain_text("Succeeded", timeout=30_000)
     patch_link = box.get_by_role("link", name=f"run-{run.pk}.patch")
     expect(patch_link).to_be_visible()
     patch = session_page.request.get(patch_link.get_attribute("href"))
     assert patch.ok
     assert f"NOTES-task-{task.pk}.md" in patch.text() and "+# Notes for task" in patch.text()
     screenshot(session_page, "run_flow_4_session_succeeded")
-    expect(panel.locator(".run-last")).to_contain_text("Succeeded", timeout=10_000)
+    expect(panel.locator(".run-last")).to_contain_text("Succeeded", timeout=30_000)
     expect(panel.get_by_role("link", name=f"run-{run.pk}.patch")).to_be_visible()
     expect(panel.locator(".detail-facts")).to_contain_text("Review")
     screenshot(board, "run_flow_5_review_panel")
@@ -180,9 +180,9 @@ def test_stop_while_running_cancels_within_seconds_and_the_card_stays(new_page, 
     wait_for(lambda: the_run(task).status == "cancelled", timeout=15, what="the cancel", runner=runner)
 
     # Given back where it was put (Ready), not failed; the panel shows the cancelled run.
-    expect(board.locator(f"#column-ready #task-{task.pk}")).to_be_visible(timeout=10_000)
+    expect(board.locator(f"#column-ready #task-{task.pk}")).to_be_visible(timeout=30_000)
     expect(board.locator(f"#task-{task.pk} .badge.run")).to_have_count(0)
-    expect(panel.locator(".run-last")).to_contain_text("Cancelled", timeout=10_000)
+    expect(panel.locator(".run-last")).to_contain_text("Cancelled", timeout=30_000)
     assert Task.objects.get(pk=task.pk).status == "ready"
     screenshot(board, "run_flow_stop_2_cancelled")
 
@@ -238,7 +238,7 @@ def test_a_failed_run_shows_its_error_escaped(new_page, engineer, start_runner, 
     assert run.status == "failed" and run.exit_code == 1, runner.output()
     # The panel follows the card into Failed and shows the run's error once: the exit code and the
     # log's last lines, as text.
-    expect(panel.locator(".detail-facts")).to_contain_text("Failed", timeout=10_000)
+    expect(panel.locator(".detail-facts")).to_contain_text("Failed", timeout=30_000)
     expect(panel.locator(".run-last")).to_contain_text("Failed")
     error = panel.locator(".task-error")
     expect(error).to_contain_text("exit code 1")
@@ -266,8 +266,8 @@ def test_a_product_owner_runs_and_stops_from_the_card(new_page, product_owner, s
 
     panel.get_by_role("button", name="Stop").click()
     expect(panel.locator(".run-status")).to_contain_text("stopping")
-    wait_for(lambda: the_run(task).status == "cancelled", timeout=10, what="the cancel", runner=runner)
-    expect(panel.locator(".run-last")).to_contain_text("Cancelled", timeout=10_000)
+    wait_for(lambda: the_run(task).status == "cancelled", timeout=15, what="the cancel", runner=runner)
+    expect(panel.locator(".run-last")).to_contain_text("Cancelled", timeout=30_000)
     screenshot(board, "run_flow_po_2_stopped")
 
 
@@ -314,7 +314,7 @@ def test_a_product_owner_sets_the_repository_and_answers_the_agent_from_the_card
     assert (Path(run.workdir) / ".git").read_text().startswith(f"gitdir: {repository.path}/.git/worktrees/")
     events = run.session.events.filter(type="input_request", payload__has_key="answer")
     assert [(e.payload["answer"], e.payload["answered_by"]) for e in events] == [("Green, like the logo.", "olivia")]
-    expect(panel.locator(".run-last")).to_contain_text("Succeeded", timeout=10_000)
+    expect(panel.locator(".run-last")).to_contain_text("Succeeded", timeout=30_000)
     screenshot(board, "run_flow_po_ask_2_review")
 
 

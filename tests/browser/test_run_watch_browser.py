@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from runners.models import Run
 from runners.services import runner_key_create
-from tests.browser.conftest import SCREENSHOTS, screenshot
+from tests.browser.conftest import element_screenshot, screenshot
 from tests.browser.test_run_flow_browser import RUNNER, press_run, repository, start_runner, the_run, wait_for  # noqa: F401
 from tests.factories import SessionFactory, TaskFactory
 
@@ -49,7 +49,7 @@ def test_an_owner_watches_the_demo_run_live_then_reads_its_attempts(new_page, pr
     expect(text).to_contain_text("[demo-agent] starting on task #")
     expect(raw).to_contain_text("following live")
     screenshot(board, "run_watch_1_running_desktop")
-    watch.screenshot(path=str(SCREENSHOTS / "run_watch_1_running_desktop_watch.png"))
+    element_screenshot(watch, "run_watch_1_running_desktop_watch")
     expect(text).to_contain_text("[demo-agent] done", timeout=40_000)  # appended, the box never reloaded
     wait_for(lambda: not the_run(task).is_active, timeout=30, what="the run to end", runner=runner)
 
@@ -68,7 +68,7 @@ def test_an_owner_watches_the_demo_run_live_then_reads_its_attempts(new_page, pr
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the page is {width} px wide on a 390 px screen"
     screenshot(phone, "run_watch_3_ended_phone")
-    phone.locator(f"#run-watch-{task.pk}").screenshot(path=str(SCREENSHOTS / "run_watch_3_ended_phone_watch.png"))
+    element_screenshot(phone.locator(f"#run-watch-{task.pk}"), "run_watch_3_ended_phone_watch")
 
 
 def test_a_late_watch_answer_leaves_the_raw_log_on_the_page(new_page, product_owner):

@@ -53,7 +53,7 @@ def test_press_run_on_a_card_see_it_queued_then_running_and_stop_it(new_page, en
     run = run_transition(actor=SYSTEM, run=run, to=Run.Status.ASSIGNED, runner=build)
     run = run_transition(actor=SYSTEM, run=run, to=Run.Status.STARTING)
     run_transition(actor=SYSTEM, run=run, to=Run.Status.RUNNING)
-    expect(panel.locator(".run-status")).to_contain_text("running on build-1", timeout=10_000)
+    expect(panel.locator(".run-status")).to_contain_text("running on build-1", timeout=30_000)
     expect(panel.get_by_role("button", name="Stop")).to_be_visible()
     screenshot(page, "runners_card_panel_running")
 

@@ -32,6 +32,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 REQUEST_OBJECTS = (HttpRequest, HttpResponseBase, Request, APIView)
 SETTLE_SECONDS = 2.0
+# Hang guards, not timings: the fresh process takes about 10 s, 3 of them its first test's setup.
+CHILD_TEST_DEADLINE = 120
+CHILD_DEADLINE = 360
 
 
 async def _serve(method: str, path: str, headers: list) -> dict:
@@ -121,20 +124,29 @@ def test_a_streamed_download_is_answered_whole_after_the_unlinking(agent_client)
 
 
 @pytest.mark.skipif(FRESH, reason="this is the fresh process")
+@pytest.mark.timeout(CHILD_DEADLINE + 60)
 def test_in_a_fresh_process():
     # when this module's checks run in a process of their own, on a database of their own
     # Not a pytest-xdist worker: config/settings/test.py would give it the next worker's Redis database
     # (cleared between that worker's tests); it shares its parent's, which waits for it meanwhile.
     env = {name: value for name, value in os.environ.items() if name != "PYTEST_XDIST_WORKER"}
     env |= {"SWITCHYARD_FRESH_GC_CHECK": "1", "TEST_DB_SUFFIX": os.environ.get("TEST_DB_SUFFIX", "") + "_gc"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
-        cwd=Path(__file__).resolve().parents[2],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    # Each child test has a deadline of its own, well inside this one's: a child that hangs then
+    # reports where (pytest-timeout's stacks, in its output below) rather than leaving a bare timeout.
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", f"timeout={CHILD_TEST_DEADLINE}"]
+    try:
+        done = subprocess.run(
+            [*command, __file__],
+            cwd=Path(__file__).resolve().parents[2],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CHILD_DEADLINE,
+        )
+    except subprocess.TimeoutExpired as stopped:
+        # What it had printed comes as bytes even in text mode (subprocess keeps the raw buffer).
+        printed = b"\n".join(part or b"" for part in (stopped.stdout, stopped.stderr))
+        pytest.fail(f"the fresh process ran past {CHILD_DEADLINE} s:\n{printed.decode(errors='replace')[-5000:]}")
     # then all three passed (none skipped, none failed)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "3 passed, 1 skipped" in done.stdout, done.stdout[-3000:]
