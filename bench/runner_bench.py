@@ -8,6 +8,12 @@ Redis db 13 flushed, gunicorn with uvicorn workers), each figure beside its raw 
             from the runner's job log). --dispatch-runs runs one at a time, each after the previous one
             ended (an idle runner). p50/p95; aim p95 <= 1 s, p50 <= 250 ms.
             Raw: the same `sh -c 'date +%s.%N; ...'` started by subprocess.Popen, spawn -> first line.
+  cancel    a run asked to stop (POST /api/v1/runs/{id}/cancel/ with the orchestrate key; the clock read just
+            before the request) -> the agent's TERM handler (it prints `stopped <time.time()>`, read back from the
+            runner's job log), on a running run of an agent that waits; --cancel-runs one at a time on the
+            idle runner, each seen to end `cancelled`. p50/p95; aim p95 <= 1 s (issue 13: the runner learns
+            of a cancel within a second). Raw: the same agent started by Popen in a session of its own,
+            killpg(SIGTERM) -> its handler's line.
   follow_up request changes (POST /api/v1/tasks/{id}/review/ {"decision": "request_changes"} with the
             orchestrate key, the clock read just before) -> the continuing run's agent started (its
             `date +%s.%N`), on a task whose first run just ended on the idle runner, in a worktree of a
@@ -69,7 +75,7 @@ import run as foundation  # noqa: E402 - bench/run.py, the foundation benchmark
 from harness import percentile, report  # noqa: E402 - bench/harness: set-up, server, table
 
 say = foundation.say
-PARTS = ("dispatch", "follow_up", "scale", "logs", "sandbox", "waiting")
+PARTS = ("dispatch", "cancel", "follow_up", "scale", "logs", "sandbox", "waiting")
 TERMINAL = {"succeeded", "failed", "cancelled", "lost"}
 AIMS = {
     "dispatch_p50_ms": 250.0,
@@ -81,6 +87,7 @@ AIMS = {
     "log_line_p95_ms": 1000.0,
     "waiting_rss_mb": 30.0,
     "resume_p95_ms": 2000.0,
+    "cancel_p95_ms": 1000.0,
 }
 SWITCHYARD = Path(sys.executable).parent / "switchyard"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -89,6 +96,19 @@ TICK_PERIOD = 0.05
 TOOL_HEAVY = (
     "date +%s.%N; i=0; while [ $i -lt 100 ]; do git --version >/dev/null; ls -la >/dev/null; "
     "echo $i > tool-$i.txt && cat tool-$i.txt >/dev/null; i=$((i+1)); done; date +%s.%N"
+)
+# An agent that works until it is stopped, and says when its TERM arrived: one process, its handler set
+# before its first line. (A shell's `sleep 600 & wait` raced: a TERM landing while the shell forked the
+# sleep left the sleep running, holding the output open.)
+STOPPABLE = (
+    "import signal, sys, time\n"
+    "def stop(*_):\n"
+    "    print('stopped', time.time(), flush=True)\n"
+    "    sys.exit(143)\n"
+    "signal.signal(signal.SIGTERM, stop)\n"
+    "print(time.time(), flush=True)\n"
+    "while True:\n"
+    "    signal.pause()\n"
 )
 # A provider's resume: what a run continuing an earlier one starts (the follow_up part).
 RESUME_COMMANDS = {"resumable": ["sh", "-c", "date +%s.%N; echo resumed"]}
@@ -192,6 +212,7 @@ class RunnerBench(foundation.Bench):
         ticks = max(1, round(self.args.tick_seconds / (TICK_PERIOD + 0.004)))
         return {
             "dispatch": ["sh", "-c", "date +%s.%N; echo dispatched"],
+            "stoppable": [sys.executable, "-c", STOPPABLE],
             "resumable": ["sh", "-c", "date +%s.%N; echo first"],
             "sleeper": ["sleep", str(self.scale_sleep)],
             "bigcat": ["sh", "-c", f"date +%s.%N; cat {self.big}"],
@@ -424,6 +445,77 @@ class RunnerBench(foundation.Bench):
         succeeded = {"every run succeeded": failures == 0}
         self.recorder.record("runner.dispatch_p50", p50, raw=r50, conditions=succeeded)
         self.recorder.record("runner.dispatch_p95", p95, raw=r95, conditions=succeeded)
+
+    # --- cancel ---------------------------------------------------------------------------------------------
+    def stopped_stamp(self, path: Path, timeout: float = 30) -> float:
+        """The time on the agent's `stopped <date>` line, once it is in the job log."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with open(path, "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"stopped ") and line.endswith(b"\n"):
+                        return float(line.split()[1])
+            time.sleep(0.002)
+        raise foundation.BenchError(f"{path}: no `stopped` line in {timeout:g} s; runner says:\n{self.runner_tail()}")
+
+    def wait_status(self, run_id: int, status: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.run_get(run_id)["status"] == status:
+                return
+            time.sleep(0.01)
+        raise foundation.BenchError(f"run {run_id} not {status} in {timeout:g} s; runner says:\n{self.runner_tail()}")
+
+    def part_cancel(self) -> None:
+        n = self.args.cancel_runs
+        say(f"part cancel: {n} running runs asked to stop, one at a time; raw: killpg(SIGTERM) of the same agent")
+        self.recorder.start()
+        argv = self.providers()["stoppable"]
+        raw = []
+        for _ in range(n):
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, start_new_session=True)
+            proc.stdout.readline()  # started, its trap set
+            t0 = time.time()
+            os.killpg(proc.pid, signal.SIGTERM)
+            line = proc.stdout.readline()
+            raw.append((float(line.split()[1]) - t0) * 1000)
+            proc.communicate(timeout=10)
+        self.wait_for_quiet("cancel")
+        ours, failures = [], 0
+        for i in range(n):
+            run_id, _ = self.queue("stoppable")
+            log = self.job_log(run_id)
+            self.wait_stamp(log)
+            self.wait_status(run_id, "running")
+            t0 = time.time()
+            r = self.http.post(f"runs/{run_id}/cancel/")
+            if r.status_code not in (200, 202):
+                raise foundation.BenchError(f"cancel of run {run_id} answered {r.status_code}: {r.text[:300]}")
+            ours.append((self.stopped_stamp(log) - t0) * 1000)
+            failures += self.wait_end(run_id)["status"] != "cancelled"
+            if (i + 1) % max(1, n // 5) == 0:
+                say(f"  {i + 1}/{n}: last {ours[-1]:.0f} ms, p50 so far {statistics.median(ours):.0f} ms")
+            time.sleep(0.05)  # the runner's thread for it has just reported; let it go back to idle
+        p50, p95 = statistics.median(ours), percentile(ours, 95)
+        r50, r95 = statistics.median(raw), percentile(raw, 95)
+        say(
+            f"  cancel: p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {max(ours):.0f} ms; raw killpg p50 {r50:.1f} ms, "
+            f"p95 {r95:.1f} ms; runs not ended cancelled {failures}"
+        )
+        self.details["cancel"] = {"runs": n, "ms": ours, "raw_ms": raw, "not_cancelled": failures}
+        self.add_figure(
+            name=f"cancel: stop asked -> the agent's TERM, {n} runs",
+            unit="ms (p95)",
+            ours=p95,
+            p50_ms=p50,
+            p99_ms=None,
+            failed=failures,
+            raw=r95,
+            raw_what="killpg(SIGTERM) -> the handler's line, p95 ms",
+            target=f"p95 <= 1000 ms (p50 {p50:.0f}, raw p50 {r50:.1f})",
+            passed=p95 <= AIMS["cancel_p95_ms"] and failures == 0,
+        )
+        self.recorder.record("runner.cancel_p95", p95, raw=r95, conditions={"every run ended cancelled": failures == 0})
 
     def part_sandbox(self) -> None:
         n = self.args.sandbox_runs
@@ -1047,6 +1139,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a small run: 30 dispatches, 20 runs for 10 s, 10 MiB")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, from {', '.join(PARTS)}")
     parser.add_argument("--dispatch-runs", type=int, default=200)
+    parser.add_argument("--cancel-runs", type=int, default=50, help="running runs asked to stop, one at a time")
     parser.add_argument("--sandbox-runs", type=int, default=200, help="dispatches of each kind in the sandbox part")
     parser.add_argument("--follow-up-runs", type=int, default=100, help="requests for changes timed")
     parser.add_argument("--scale-runs", type=int, default=100, help="concurrent runs (and the runner's capacity)")
@@ -1078,7 +1171,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     own, rest = parser.parse_known_args(argv)
     if own.quick:
         own.dispatch_runs, own.scale_runs, own.scale_window, own.sandbox_runs = 30, 20, 10.0, 30
-        own.follow_up_runs = 20
+        own.follow_up_runs, own.cancel_runs = 20, 10
         own.waiting_runs, own.resume_runs = 20, 10
         own.log_mb, own.log_rounds, own.tick_seconds = 10, 1, 5.0
     defaults = ["--db", "switchyard_bench_runner", "--redis-url", "redis://127.0.0.1:6379/13"]

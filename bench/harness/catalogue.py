@@ -102,6 +102,7 @@ CATALOGUE: dict[str, Spec] = {
     # issue 13: runners
     "runner.dispatch_p50": Spec("runner_bench.py", "runner dispatch: queued -> agent started, p50", "ms", DOWN, "Popen of the same command -> first line, p50 ms", Aim("<=", 250, "ms")),
     "runner.dispatch_p95": Spec("runner_bench.py", "runner dispatch: queued -> agent started, p95", "ms", DOWN, "Popen of the same command -> first line, p95 ms", Aim("<=", 1000, "ms")),
+    "runner.cancel_p95": Spec("runner_bench.py", "runner cancel: stop asked -> the agent's TERM, p95", "ms", DOWN, "killpg(SIGTERM) of the same agent -> its handler's line, p95 ms", Aim("<=", 1000, "ms")),
     "runner.follow_up_p95": Spec("runner_bench.py", "runner: request changes -> continuing agent started, p95", "ms", DOWN, "none: the resume_command's own start is part of it", Aim("<=", 1000, "ms")),
     "runner.scale_cpu": Spec("runner_bench.py", "runner CPU with 100 runs, per run", "% of a core", DOWN, "python Popen-ing as many sleeps, per run", Aim("<", 2, "% of a core")),
     "runner.scale_rss": Spec("runner_bench.py", "runner RSS with 100 runs", "MB", DOWN, "python Popen-ing as many sleeps, RSS MB", Aim("<", 30, "MB")),

@@ -13,7 +13,7 @@ import pytest
 
 from switchyard_client.runner import sandbox_run
 from switchyard_client.runner.config import ProviderConfig, RunnerConfigError, parse_config, parse_provider
-from switchyard_client.runner.process import fenced_kill
+from switchyard_client.runner.process import fenced_kill, group_alive, read_exit_file, spawn, stop_group
 from switchyard_client.runner.sandbox import (
     SandboxUnavailable,
     bwrap_argv,
@@ -22,6 +22,7 @@ from switchyard_client.runner.sandbox import (
     private_home_prepare,
     program_folders,
 )
+from switchyard_client.runner.watchdog import lease_path, watchdog_start, watchdog_stop
 
 BASE = {"url": "http://127.0.0.1:8000", "key": "sy_x", "name": "box-1"}
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -174,6 +175,79 @@ def test_a_sandboxed_agent_is_seen_by_its_fence_and_nothing_of_it_outlives_its_g
             time.sleep(0.05)
         assert _fenced(fence) == []
     finally:
+        fenced_kill(fence)
+        if agent.poll() is None:
+            os.killpg(agent.pid, signal.SIGKILL)
+
+
+# On SIGTERM it takes half a second to save its work (as an agent writing out its session does), then
+# exits 0; a SIGTERM to bubblewrap itself used to end the sandbox, and the agent with it, mid-handler.
+SAVES_ON_SIGTERM = (
+    'trap "sleep 0.5; echo saved > saved; exit 0" TERM; echo started > started; while :; do sleep 0.1; done'
+)
+
+
+def _sandbox_plan(tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    plan = plan_for(
+        workdir=str(work), home=str(tmp_path), private_home=str(tmp_path / "home"), hide=[], programs=[], writable=[]
+    )
+    os.makedirs(plan.private_home)
+    return plan, work
+
+
+def _wait_for_file(path: Path, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), f"{path.name} never appeared"
+
+
+@needs_bwrap
+def test_a_stopped_sandboxed_agent_finishes_its_sigterm_handler_and_its_exit_code_is_its_own(tmp_path):
+    plan, work = _sandbox_plan(tmp_path)
+    log, exit_file = tmp_path / "agent.log", tmp_path / "agent.exit"
+    wrapper = spawn(
+        bwrap_argv(plan, ["sh", "-c", SAVES_ON_SIGTERM]),
+        cwd=str(work),
+        env=dict(os.environ),
+        log_path=log,
+        exit_path=exit_file,
+    )
+    try:
+        _wait_for_file(work / "started")
+        # when the runner stops it (a cancel), with a grace far longer than the handler takes
+        stop_group(wrapper.pid, grace=30, reap=wrapper.poll)
+        # then the handler ran to its end inside the sandbox, and the code recorded is the agent's
+        assert (work / "saved").read_text() == "saved\n", log.read_text()
+        assert read_exit_file(exit_file) == 0
+        assert not group_alive(wrapper.pid)
+    finally:
+        if wrapper.poll() is None:
+            os.killpg(wrapper.pid, signal.SIGKILL)
+
+
+@needs_bwrap
+def test_a_watchdog_stopping_a_sandboxed_agent_lets_its_sigterm_handler_finish(tmp_path):
+    plan, work = _sandbox_plan(tmp_path)
+    fence = os.urandom(6).hex()
+    env = {**os.environ, "SWITCHYARD_FENCE": fence}
+    agent = subprocess.Popen(bwrap_argv(plan, ["sh", "-c", SAVES_ON_SIGTERM]), env=env, start_new_session=True)
+    lease = lease_path(tmp_path, 11)
+    dog = None
+    try:
+        _wait_for_file(work / "started")
+        # when its lease has lapsed (SIGTERM due now, SIGKILL in 20 s)
+        now = int(time.time())
+        lease.write_text(f"{now} {now + 20}\n")
+        dog = watchdog_start(lease, agent.pid, fence)
+        # then the agent ended on its own (bubblewrap passes its code on), its handler done, before any SIGKILL
+        assert agent.wait(30) == 0
+        assert (work / "saved").read_text() == "saved\n"
+    finally:
+        if dog is not None:
+            watchdog_stop(dog.pid, dog)
         fenced_kill(fence)
         if agent.poll() is None:
             os.killpg(agent.pid, signal.SIGKILL)

@@ -3,7 +3,8 @@ even when the runner that started it has died and a new one adopted it.
 
 The agent runs under a tiny ``sh`` wrapper that writes the exit code to a file when the agent
 exits (a process that is not our child cannot be waited for). The wrapper leads the process group
-(``start_new_session``), so SIGTERM to the group reaches the agent and all its children at once.
+(``start_new_session``), so SIGTERM to the group reaches the agent and all its children at once
+(a sandbox's bubblewrap excepted: terminate_group).
 The wrapper itself outlives that SIGTERM (a trap, which runs only once the agent has exited; a
 trapped signal is reset to its default in the agent, unlike an ignored one): it stays the agent's
 parent, so the agent is reaped the moment it exits rather than whenever init gets round to it, and
@@ -13,6 +14,7 @@ A SIGKILL of the group leaves no file at all, which also reads as killed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -68,19 +70,15 @@ def signal_group(pid: int, sig: int) -> bool:
         return False
 
 
-def group_alive(pid: int) -> bool:
-    """Whether any live member of process group ``pid`` is left. Zombies do not count: an orphan
-    waits for init to reap it, which some container inits do only every second or so."""
+def group_members(pid: int) -> dict[int, str] | None:
+    """The live members of process group ``pid``, each with its name (``comm``); None without /proc.
+    Zombies do not count: an orphan waits for init to reap it, which some container inits do only
+    every second or so."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        entries = None
-    if entries is None:  # no /proc: the signal test, zombies included
-        try:
-            os.killpg(pid, 0)
-            return True
-        except (ProcessLookupError, PermissionError):
-            return False
+        return None
+    members = {}
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -89,20 +87,53 @@ def group_alive(pid: int) -> bool:
                 raw = fh.read().decode("ascii", "replace")
         except OSError:
             continue
-        rest = raw[raw.rfind(")") + 2 :].split()
+        name, rest = raw[raw.find("(") + 1 : raw.rfind(")")], raw[raw.rfind(")") + 2 :].split()
         # rest[0] is the state (field 3), rest[2] the process group (field 5).
         if len(rest) > 2 and rest[2] == str(pid) and rest[0] not in ("Z", "X"):
+            members[int(entry)] = name
+    return members
+
+
+def group_alive(pid: int) -> bool:
+    """Whether any live member of process group ``pid`` is left (zombies do not count)."""
+    members = group_members(pid)
+    if members is None:  # no /proc: the signal test, zombies included
+        try:
+            os.killpg(pid, 0)
             return True
-    return False
+        except (ProcessLookupError, PermissionError):
+            return False
+    return bool(members)
+
+
+# bubblewrap's own processes in a sandboxed agent's group: the one outside, which dies of a SIGTERM
+# (it has no handler), and the sandbox's init, whose death (--die-with-parent) kills everything in
+# the sandbox at once. A SIGTERM must reach the agent, not them: they end when the agent has.
+SANDBOX_PROCESS = "bwrap"
+
+
+def terminate_group(pid: int) -> bool:
+    """SIGTERM to process group ``pid`` so its agent can save its work and end; False when it is gone.
+
+    A group with bubblewrap in it gets the SIGTERM member by member, bubblewrap's own left out: a
+    SIGTERM to the whole group killed the sandbox at once, and with it an agent still in its handler."""
+    members = group_members(pid)
+    if not members or SANDBOX_PROCESS not in members.values():
+        return signal_group(pid, signal.SIGTERM)
+    for member, name in members.items():
+        if name != SANDBOX_PROCESS:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(member, signal.SIGTERM)
+    return True
 
 
 def stop_group(pid: int, *, grace: float, reap=None, poll: float = 0.05) -> None:
-    """SIGTERM to the group, then SIGKILL to whatever of it is left after ``grace`` seconds.
+    """SIGTERM to the group (terminate_group), then SIGKILL to whatever of it is left after ``grace`` seconds.
 
     The group is watched, not the wrapper: ``sh`` dies of SIGTERM at once while the agent may take
     a moment to save its work. ``reap`` (the Popen's poll, for our own child) keeps a dead wrapper
     from lingering as a zombie, which would still count as a member of the group."""
-    if not signal_group(pid, signal.SIGTERM):
+    if not terminate_group(pid):
         return
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:

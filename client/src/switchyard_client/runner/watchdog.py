@@ -34,10 +34,14 @@ from pathlib import Path
 # process it starts, also those that left its group (setsid, a detached spawn), found in
 # /proc/<pid>/environ. Unreadable or missing lease file (the runner removes it only after stopping
 # this loop): stop the agent now. A kill of the loop (the runner's, when the run ends) takes its
-# `sleep` with it: same group.
+# `sleep` with it: same group. The SIGTERM goes process by process, and not to bubblewrap's own (a
+# sandboxed agent's group holds them): they die of it and take the sandbox down with the agent still in
+# its handler (process.py's terminate_group says more). The SIGKILL goes to the group, and to them too.
 SCRIPT = """
 lease=$0 group=$1 mark=SWITCHYARD_FENCE=$2
 marked() { grep -lzxsF "$mark" /proc/[0-9]*/environ 2>/dev/null | while read -r f; do p=${f#/proc/}; echo "${p%/environ}"; done; }
+members() { for f in /proc/[0-9]*/stat; do read -r s < "$f" 2>/dev/null || continue; set -- ${s##*") "}; [ "$3" = "$group" ] && { p=${f#/proc/}; echo "${p%/stat}"; }; done; }
+terminate() { for p in $( { members; marked; } | sort -u); do read -r c < "/proc/$p/comm" 2>/dev/null && [ "$c" != bwrap ] && kill -TERM "$p" 2>/dev/null; done; }
 stop() { kill -"$1" -"$group" 2>/dev/null; for p in $(marked); do kill -"$1" "$p" 2>/dev/null; done; }
 while kill -0 -"$group" 2>/dev/null || [ -n "$(marked)" ]; do
   term=0 kill=0
@@ -46,7 +50,7 @@ while kill -0 -"$group" 2>/dev/null || [ -n "$(marked)" ]; do
   now=$(date +%s)
   if [ "$now" -ge "$term" ]; then
     : > "$lease.fired"
-    stop TERM
+    terminate
     while [ "$(date +%s)" -lt "$kill" ] && kill -0 -"$group" 2>/dev/null; do sleep 1; done
     stop KILL
     exit 0
