@@ -93,7 +93,7 @@ def test_nothing_queued_answers_empty_after_the_wait(runner_client):
 
     elapsed = time.monotonic() - started
     assert response.json() == {"runs": [], "cancel": []}
-    assert 0.4 <= elapsed < 3
+    assert 0.4 <= elapsed < 10  # answered at the end of its wait, not the 25 s default (10 s: a loaded machine)
 
 
 def test_wait_zero_answers_at_once(runner_client):
