@@ -16,7 +16,7 @@ from django.conf import settings
 
 from config.actors import Actor
 from runners.models import Run
-from runners.services import run_queue
+from runners.services import run_cancel, run_queue
 from sessions_app.models import AgentSession
 from tests.client.live import server_roots  # noqa: F401
 from tests.factories import TaskFactory, UserFactory
@@ -48,6 +48,14 @@ git add note.txt probe.txt && git commit -qm "probe of run $SWITCHYARD_RUN" && e
 "$PYTHON" -m switchyard_client.cli put note.txt && echo uploaded
 """
 
+# An agent that, stopped, saves its work through the API before it ends (as Claude Code writes out its
+# session): bubblewrap used to die of the same SIGTERM and end the sandbox with the agent mid-save.
+SAVES_ON_STOP = r"""
+trap 'echo "saved by run $SWITCHYARD_RUN" > saved.txt; "$PYTHON" -m switchyard_client.cli put saved.txt && exit 0; exit 1' TERM
+: > started
+while :; do sleep 0.1; done
+"""
+
 
 @pytest.fixture
 def machine(tmp_path, sy_server):  # noqa: F811
@@ -77,7 +85,8 @@ def machine(tmp_path, sy_server):  # noqa: F811
             "PYTHON": sys.executable,
         },
     }
-    m.providers = {"probe": common, "trusted": {**common, "sandbox": False}}
+    saver = {"command": ["sh", "-c", SAVES_ON_STOP], "output": "text", "env": {"PYTHON": sys.executable}}
+    m.providers = {"probe": common, "trusted": {**common, "sandbox": False}, "saver": saver}
     m.repositories = {"shop": {"path": str(clone)}}
     m.runner_table["sandbox"] = True
     m.env["SWITCHYARD_RUNNER_KEY"] = m.key  # as a runner started with its key in its environment
@@ -137,3 +146,30 @@ def test_a_sandboxed_agent_sees_only_its_own_work_and_the_trusted_control_sees_e
     session = AgentSession.objects.get(pk=boxed.session_id)
     assert Artifact.objects.filter(workspace=session.workspace, path__endswith="note.txt").exists()
     assert "(sandboxed)" in machine.output()
+
+
+def test_a_stopped_sandboxed_agent_saves_its_work_before_it_ends(machine):
+    # given a sandboxed agent at work, on a runner whose grace outlasts the agent's save
+    machine.runner_table["grace_seconds"] = 60
+    machine.write()
+    machine.start()
+    shop = wait_for(lambda: Repository.objects.filter(name="shop").first(), what="the clone", machines=[machine])
+    person = Actor(user=UserFactory(username="po", is_staff=True))
+    run = run_queue(actor=person, task=TaskFactory(repository=shop), provider="saver")
+
+    def started():
+        found = Run.objects.get(pk=run.pk)
+        return found if found.workdir and (Path(found.workdir) / "started").exists() else None
+
+    run = wait_for(started, timeout=60, what="the agent to start", machines=[machine])
+
+    # when a person stops it
+    run_cancel(actor=person, run=run)
+
+    # then it ended cancelled, and what it saved on the SIGTERM reached its session
+    wait_for(lambda: Run.objects.get(pk=run.pk).status in Run.TERMINAL, timeout=60, what="the end", machines=[machine])
+    run.refresh_from_db()
+    assert (run.status, run.sandboxed) == ("cancelled", True), (run.error, machine.output())
+    session = AgentSession.objects.get(pk=run.session_id)
+    saved = Artifact.objects.filter(workspace=session.workspace, path__endswith="saved.txt")
+    assert saved.exists(), machine.output()
