@@ -23,6 +23,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class PortTaken(Exception):
+    """The server could not bind its port: something else took it first."""
+
+
 class ServerProcess:
     def __init__(self, log_path: Path, *, module: str = "config.http_server", env: dict | None = None):
         # The web child `manage.py serve` starts: uvicorn with the HTTP limits, whose stop tells the
@@ -37,6 +41,19 @@ class ServerProcess:
         self.roots: dict[str, Path] = {}  # its file roots, when it has its own (module_server)
 
     def start(self, timeout: float = 60) -> "ServerProcess":
+        # free_port's port is only free when it answers: another process (a runner's telemetry relay
+        # in a test beside this one) may bind it before the server does. Then the server starts again
+        # on another.
+        for _ in range(3):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                self.log.close()
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+        raise RuntimeError(f"three ports in a row were taken before the server bound them:\n{self.output()}")
+
+    def _start(self, timeout: float) -> "ServerProcess":
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             [
@@ -57,6 +74,8 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                if f"address ('127.0.0.1', {self.port}): address already in use" in self.output():
+                    raise PortTaken(self.port)
                 raise RuntimeError(f"server exited early:\n{self.output()}")
             try:
                 if httpx.get(f"{self.url}/accounts/login/", timeout=2).status_code == 200:
