@@ -32,9 +32,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 REQUEST_OBJECTS = (HttpRequest, HttpResponseBase, Request, APIView)
 SETTLE_SECONDS = 2.0
-# Hang guards, not timings: the fresh process takes about 10 s, 3 of them its first test's setup.
-CHILD_TEST_DEADLINE = 120
-CHILD_DEADLINE = 360
+# Hang guards, not timings: the fresh process takes about 10 s alone, 3 of them its first test's
+# setup (migrations), and took 75 s beside both suites on a 2-core machine.
+CHILD_TEST_DEADLINE = 240
+CHILD_DEADLINE = 540
 
 
 async def _serve(method: str, path: str, headers: list) -> dict:
