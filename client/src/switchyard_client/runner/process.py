@@ -107,8 +107,9 @@ def group_alive(pid: int) -> bool:
 
 
 # bubblewrap's own processes in a sandboxed agent's group: the one outside, which dies of a SIGTERM
-# (it has no handler), and the sandbox's init, whose death (--die-with-parent) kills everything in
-# the sandbox at once. A SIGTERM must reach the agent, not them: they end when the agent has.
+# (it has no handler) and takes the sandbox's init with it (--die-with-parent), and that init, whose
+# death ends every process in the sandbox at once. A SIGTERM must reach the agent, not them: they
+# end when the agent has, and pass its exit code on.
 SANDBOX_PROCESS = "bwrap"
 
 
