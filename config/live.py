@@ -172,6 +172,16 @@ def publish_ids(topic: str, *, ids: Iterable[int], field: str) -> None:
 Render = Callable[[dict], Awaitable[str | None]]
 
 
+def _raise_if_cancelled() -> None:
+    """Re-raise a cancel that an error stood in for. redis-py reads under its own deadline
+    (asyncio.timeout); when that deadline and the hub's cancel land together, Python 3.11 turns
+    both into one TimeoutError, and a loop that retries on errors never ended (CI saw one spin for
+    five minutes, logging every half second). The cancel is still counted on the task."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class LiveHub:
     """This process's member of a topic's group; it fans each message out to the topic's pages.
 
@@ -245,6 +255,7 @@ class LiveHub:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                _raise_if_cancelled()
                 logger.exception("live hub %s: could not renew its membership of the group", self.topic)
 
     async def _receive(self, channel: str, arrived: asyncio.Queue) -> None:
@@ -254,6 +265,7 @@ class LiveHub:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                _raise_if_cancelled()
                 logger.exception("live hub %s: the channel layer did not answer", self.topic)
                 await asyncio.sleep(0.5)
                 continue

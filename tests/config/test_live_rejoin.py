@@ -79,3 +79,38 @@ def test_a_hub_whose_membership_was_lost_writes_it_again_on_its_own(monkeypatch)
 
     # then one reaches the page once the hub has joined again
     assert async_to_sync(scenario)()["n"] >= 1
+
+
+def test_a_cancel_that_the_layers_read_turned_into_an_error_still_ends_the_hub(monkeypatch):
+    """redis-py's read runs under its own deadline; when it fires as the hub leaves, Python 3.11
+    raises one TimeoutError for both, and the hub's receive loop took it for a layer error."""
+    cancels = []
+
+    async def receive_that_turns_a_cancel_into_an_error(channel):
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancels.append(channel)
+            if len(cancels) == 1:  # the first, as redis-py's read did; a later one ends it (no hang)
+                raise TimeoutError("Timeout reading from 127.0.0.1:6379") from None
+            raise
+
+    async def scenario() -> set:
+        hub = live.LiveHub(f"test.rejoin.{uuid.uuid4().hex}", _render)
+        page = Page()
+        assert await hub.join(page)
+        monkeypatch.setattr(hub.layer, "receive", receive_that_turns_a_cancel_into_an_error)
+        await asyncio.sleep(0.1)  # its tasks are waiting: the receive in its read
+        tasks = list(hub.tasks)
+        # when the last page leaves (the hub cancels its tasks)
+        await hub.leave(page)
+        done, pending = await asyncio.wait(tasks, timeout=WAIT_SECONDS)
+        for task in pending:  # a hub that missed its cancel: end it here, so the test reports rather than hangs
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=WAIT_SECONDS)
+        return pending
+
+    # then every task of the hub ended, the receive loop too, after the one cancel
+    assert async_to_sync(scenario)() == set()
+    assert len(cancels) == 1
