@@ -173,10 +173,11 @@ Render = Callable[[dict], Awaitable[str | None]]
 
 
 def _raise_if_cancelled() -> None:
-    """Re-raise a cancel that an error stood in for. redis-py reads under its own deadline
-    (asyncio.timeout); when that deadline and the hub's cancel land together, Python 3.11 turns
-    both into one TimeoutError, and a loop that retries on errors never ended (CI saw one spin for
-    five minutes, logging every half second). The cancel is still counted on the task."""
+    """Re-raise a cancel that came out of the channel layer as an error. A cancel that reaches the
+    task inside redis-py's read can surface as its "Timeout reading" TimeoutError (the read's own
+    deadline, an asyncio.timeout, takes the cancel for its own), and a loop that retries on errors
+    then never ended: CI saw one keep a test's event loop from closing for five minutes, logging
+    every half second. The task still counts the cancel."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
